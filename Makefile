@@ -1,0 +1,58 @@
+# RetailMax Lakehouse. `make help` lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+VENV := .venv
+PYTHON := $(VENV)/bin/python
+LAKEHOUSE := $(VENV)/bin/lakehouse
+# Debian packages the native mode needs: PostgreSQL server, a JDK for Kafka, Maven for jars.
+APT_PACKAGES := postgresql openjdk-17-jdk-headless maven
+
+.PHONY: help install env up services down status seed simulate test test-unit bench clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+install: $(VENV)/.installed ## install system packages, the Python virtualenv and the jars
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages: $$missing"; \
+	  $$( [ $$(id -u) -eq 0 ] || echo sudo ) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$( [ $$(id -u) -eq 0 ] || echo sudo ) apt-get install -y -qq $$missing; \
+	fi
+	@$(PYTHON) -m infra.native.jars
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+env: ## write random local secrets to .env (kept if present)
+	@$(LAKEHOUSE) env
+
+services: install env ## start Postgres, Kafka, Kafka Connect + Debezium and register the connector
+	$(LAKEHOUSE) services up
+
+up: install env ## the whole demo: services, seed data, live workload
+	$(LAKEHOUSE) up
+
+down: ## stop everything `make up` or `make services` started
+	@if [ -x $(LAKEHOUSE) ]; then $(LAKEHOUSE) down; fi
+
+status: ## health of every service and of the Debezium connector
+	$(LAKEHOUSE) status
+
+seed: ## load the initial data set (SALES_LINES=10000)
+	$(LAKEHOUSE) seed --sales-lines $${SALES_LINES:-10000}
+
+simulate: ## run the live workload for DURATION seconds (default 60)
+	$(LAKEHOUSE) simulate --duration $${DURATION:-60}
+
+test: install env ## unit and integration tests (starts the native services when needed)
+	$(VENV)/bin/pytest -q
+
+test-unit: install ## unit tests only (no services)
+	$(VENV)/bin/pytest -q tests/unit
+
+clean: down ## stop everything and delete all local state under .lake/
+	rm -rf .lake

@@ -1,0 +1,1 @@
+"""The services under the lakehouse: native processes or Docker Compose, one interface."""

@@ -1,0 +1,1 @@
+"""Native mode: PostgreSQL, Kafka and Kafka Connect as local processes under `.lake/`."""

@@ -1,0 +1,123 @@
+"""Starting, watching and stopping one background service process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+
+class ServiceError(RuntimeError):
+    """A service could not be started or is unhealthy; the message says what to fix."""
+
+
+def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def ensure_port_free(name: str, port: int, variable: str) -> None:
+    if port_open("localhost", port):
+        raise ServiceError(
+            f"{name} cannot start: port {port} is already in use by another process. "
+            f"Stop that process (`ss -ltnp 'sport = :{port}'` shows it) or set {variable} "
+            f"to a free port."
+        )
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    if not path.exists():
+        return f"(no log at {path})"
+    text = path.read_text(errors="replace").splitlines()
+    return "\n".join(text[-lines:])
+
+
+def wait_until(check: Callable[[], bool], timeout: float, what: str, log: Path | None,
+               alive: Callable[[], bool] = lambda: True) -> None:
+    """Polls `check` until it is true; on timeout or early death, fails with the log's tail."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        if not alive():
+            break
+        time.sleep(0.5)
+    reason = "exited" if not alive() else f"did not become healthy within {timeout:.0f} s"
+    log_part = f"\nLast lines of {log}:\n{tail(log)}" if log else ""
+    raise ServiceError(f"{what} {reason}.{log_part}")
+
+
+def _alive(pid: int) -> bool:
+    """True while `pid` runs; a zombie (exited, not yet reaped) counts as gone."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    if state == "Z":
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+        return False
+    return True
+
+
+class BackgroundProcess:
+    """A long-running process detached from the caller, tracked by a pid file."""
+
+    def __init__(self, name: str, run_dir: Path, log_dir: Path):
+        self.name = name
+        self.pid_file = run_dir / f"{name}.pid"
+        self.log = log_dir / f"{name}.log"
+
+    @property
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pid_file.read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+        return pid if _alive(pid) else None
+
+    def running(self) -> bool:
+        return self.pid is not None
+
+    def start(self, command: list[str], env: dict[str, str] | None = None) -> None:
+        self.pid_file.parent.mkdir(parents=True, exist_ok=True)
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("ab") as log:
+            process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**os.environ, **(env or {})}, start_new_session=True,
+            )
+        self.pid_file.write_text(str(process.pid))
+
+    def stop(self, timeout: float = 30) -> None:
+        pid = self.pid
+        if pid is None:
+            self.pid_file.unlink(missing_ok=True)
+            return
+        os.killpg(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.running():
+            time.sleep(0.2)
+        if self.running():
+            os.killpg(pid, signal.SIGKILL)
+            while self.running():
+                time.sleep(0.1)
+        self.pid_file.unlink(missing_ok=True)
+
+    def kill(self) -> None:
+        """Stops the process at once, as a crash would (for tests of recovery)."""
+        pid = self.pid
+        if pid is not None:
+            os.killpg(pid, signal.SIGKILL)
+            while self.running():
+                time.sleep(0.1)
+        self.pid_file.unlink(missing_ok=True)

@@ -1,0 +1,126 @@
+"""The service stack, one interface over two modes.
+
+Docker Compose is used when a Docker engine answers; otherwise the same topology runs as
+native processes (infra/native). The mode chosen by `up` is remembered under `.lake/run`
+so that `down` stops exactly what `up` started.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from infra.native.kafka import NativeConnect, NativeKafka
+from infra.native.postgres import NativePostgres
+from infra.native.process import ServiceError, port_open
+from ingestion import connector, database, topics
+from lakehouse.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE = ["docker", "compose", "-f", str(ROOT / "docker-compose.yml"),
+           "--env-file", str(ROOT / "infra" / "versions.env"), "--env-file", str(ROOT / ".env")]
+
+
+@dataclass(frozen=True)
+class ServiceStatus:
+    name: str
+    address: str
+    healthy: bool
+    detail: str = ""
+
+
+def docker_engine_answers() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=10).returncode == 0
+    except subprocess.TimeoutExpired:
+        return False
+
+
+def _mode_file(settings: Settings) -> Path:
+    return settings.state_dir / "run" / "mode"
+
+
+def _native_services(settings: Settings) -> list:
+    return [NativePostgres(settings), NativeKafka(settings), NativeConnect(settings)]
+
+
+def start(settings: Settings, mode: str = "auto", report=print) -> str:
+    """Starts every service, waits until healthy, bootstraps schema, topics and connector."""
+    if mode == "auto":
+        mode = "docker" if docker_engine_answers() else "native"
+    if shutil.which("java") is None and mode == "native":
+        raise ServiceError("Java is not installed: Kafka and Kafka Connect need a JDK 17+ "
+                           "(`make install` or `apt-get install openjdk-17-jre-headless`).")
+    _mode_file(settings).parent.mkdir(parents=True, exist_ok=True)
+    _mode_file(settings).write_text(mode)
+    if mode == "docker":
+        subprocess.run([*COMPOSE, "up", "-d", "--wait"], check=True)
+    else:
+        for service in _native_services(settings):
+            began = time.monotonic()
+            service.start()
+            report(f"{service.name:<9} healthy in {time.monotonic() - began:5.1f} s")
+    database.apply_schema(settings)
+    topics.create_event_topics(settings)
+    outcome = connector.register(settings)
+    report(f"connector {connector.connector_definition()['name']} {outcome}, RUNNING")
+    return mode
+
+
+def stop(settings: Settings, report=print) -> None:
+    if _mode(settings) == "docker":
+        subprocess.run([*COMPOSE, "down"], check=True)
+    else:
+        for service in reversed(_native_services(settings)):
+            service.stop()
+            report(f"{service.name:<9} stopped")
+    _mode_file(settings).unlink(missing_ok=True)
+
+
+def _mode(settings: Settings) -> str:
+    mode_file = _mode_file(settings)
+    return mode_file.read_text().strip() if mode_file.exists() else "native"
+
+
+def stop_connect(settings: Settings, crash: bool = False) -> None:
+    """Stops the Kafka Connect worker; `crash` kills it at once, as a power cut would."""
+    if _mode(settings) == "docker":
+        subprocess.run([*COMPOSE, "kill" if crash else "stop", "connect"], check=True)
+    elif crash:
+        NativeConnect(settings).kill()
+    else:
+        NativeConnect(settings).stop()
+
+
+def start_connect(settings: Settings) -> None:
+    if _mode(settings) == "docker":
+        subprocess.run([*COMPOSE, "up", "-d", "--wait", "connect"], check=True)
+    else:
+        NativeConnect(settings).start()
+
+
+def status(settings: Settings) -> list[ServiceStatus]:
+    kafka_host = settings.kafka_bootstrap.rsplit(":", 1)[0]
+    connect_host = settings.connect_url.split("//", 1)[1].rsplit(":", 1)[0]
+    result = [
+        ServiceStatus("postgres", f"{settings.pg_host}:{settings.pg_port}",
+                      port_open(settings.pg_host, settings.pg_port)),
+        ServiceStatus("kafka", settings.kafka_bootstrap,
+                      port_open(kafka_host, settings.kafka_port)),
+        ServiceStatus("connect", settings.connect_url,
+                      port_open(connect_host, settings.connect_port)),
+    ]
+    if result[2].healthy:
+        state = connector.connector_status(settings)
+        healthy = connector.is_running(state)
+        detail = json.dumps({"connector": state["connector"]["state"],
+                             "tasks": [t["state"] for t in state["tasks"]]}) if state else "not registered"
+        result.append(ServiceStatus("debezium", connector.connector_definition()["name"],
+                                    healthy, detail))
+    return result

@@ -1,0 +1,91 @@
+"""`lakehouse seed`: a deterministic initial data set, bulk-loaded with COPY."""
+
+from __future__ import annotations
+
+import random
+from decimal import Decimal
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ingestion import generators
+from ingestion.database import connect
+from lakehouse.settings import Settings
+
+COLUMNS = {
+    "customer_master": ["customer_id", "first_name", "last_name", "email", "phone",
+                        "birth_date", "city", "state", "country", "region", "loyalty_tier",
+                        "created_at", "updated_ts"],
+    "product_catalog": ["product_id", "sku", "name", "description", "category", "brand",
+                        "unit_price", "active", "updated_ts"],
+    "sales_transactions": ["order_id", "line_item_id", "customer_id", "product_id",
+                           "quantity", "unit_price", "discount", "channel", "store_id",
+                           "status", "transaction_ts", "updated_ts"],
+}
+
+
+@dataclass(frozen=True)
+class SeedSize:
+    sales_lines: int
+    customers: int
+    products: int
+
+    @classmethod
+    def for_lines(cls, sales_lines: int, customers: int | None = None,
+                  products: int | None = None) -> "SeedSize":
+        """About ten lines per customer and fifty per product, as in a mid-size retailer."""
+        return cls(sales_lines, customers or max(50, sales_lines // 10),
+                   products or max(20, sales_lines // 50))
+
+
+def customers(seed: int, size: SeedSize) -> Iterator[dict]:
+    rng = random.Random(f"{seed}:customers")
+    for customer_id in range(1, size.customers + 1):
+        yield generators.customer(rng, customer_id, generators.history_ts(rng))
+
+
+def products(seed: int, size: SeedSize) -> Iterator[dict]:
+    rng = random.Random(f"{seed}:products")
+    for product_id in range(1, size.products + 1):
+        yield generators.product(rng, product_id, generators.history_ts(rng))
+
+
+def sales(seed: int, size: SeedSize, prices: list[tuple[int, Decimal]]) -> Iterator[dict]:
+    """Orders of 1-4 lines until `size.sales_lines` lines exist."""
+    rng = random.Random(f"{seed}:sales")
+    emitted, order_id = 0, 0
+    while emitted < size.sales_lines:
+        order_id += 1
+        lines = generators.order_lines(rng, order_id, rng.randint(1, size.customers), prices,
+                                       generators.history_ts(rng), generators.seeded_status(rng))
+        for line in lines[: size.sales_lines - emitted]:
+            emitted += 1
+            yield line
+
+
+def _copy(conn, table: str, rows: Iterator[dict]) -> int:
+    columns = COLUMNS[table]
+    count = 0
+    with conn.cursor().copy(f"COPY retail.{table} ({', '.join(columns)}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row([row[c] for c in columns])
+            count += 1
+    return count
+
+
+def seed(settings: Settings, size: SeedSize, seed_value: int = 42) -> dict[str, int] | None:
+    """Loads the data set into empty tables; returns row counts, or None if data exists."""
+    with connect(settings) as conn:
+        existing = conn.execute(
+            "SELECT (SELECT count(*) FROM retail.customer_master)"
+            " + (SELECT count(*) FROM retail.product_catalog)"
+            " + (SELECT count(*) FROM retail.sales_transactions)").fetchone()[0]
+        if existing:
+            return None
+        catalog = list(products(seed_value, size))
+        prices = [(p["product_id"], p["unit_price"]) for p in catalog]
+        counts = {
+            "customer_master": _copy(conn, "customer_master", customers(seed_value, size)),
+            "product_catalog": _copy(conn, "product_catalog", iter(catalog)),
+            "sales_transactions": _copy(conn, "sales_transactions", sales(seed_value, size, prices)),
+        }
+    return counts

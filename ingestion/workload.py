@@ -1,0 +1,163 @@
+"""The live OLTP workload of `lakehouse simulate`: orders, updates and deletes in Postgres.
+
+Each operation is one transaction. The sequence of operations and their values are fixed
+by the seed and the database's state at start (keys are picked from the id ranges found
+then); timestamps are the wall clock, because this is a live source.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from decimal import Decimal
+
+import psycopg
+
+from ingestion import generators
+from ingestion.seed import COLUMNS
+from lakehouse.settings import ConfigurationError
+
+
+@dataclass
+class KeySpace:
+    """Id ranges of the live tables, and sales keys deleted (to re-insert later)."""
+
+    max_customer_id: int
+    max_product_id: int
+    max_order_id: int
+    deleted_lines: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def load(cls, conn: psycopg.Connection) -> "KeySpace":
+        row = conn.execute(
+            "SELECT (SELECT coalesce(max(customer_id), 0) FROM retail.customer_master),"
+            " (SELECT coalesce(max(product_id), 0) FROM retail.product_catalog),"
+            " (SELECT coalesce(max(order_id), 0) FROM retail.sales_transactions)").fetchone()
+        return cls(*row)
+
+
+def _insert(conn: psycopg.Connection, table: str, rows: list[dict]) -> None:
+    columns = COLUMNS[table]
+    conn.cursor().executemany(
+        f"INSERT INTO retail.{table} ({', '.join(columns)}) VALUES "
+        f"({', '.join(['%s'] * len(columns))})", [[r[c] for c in columns] for r in rows])
+
+
+def _prices(conn: psycopg.Connection, rng: random.Random, keys: KeySpace) -> list[tuple[int, Decimal]]:
+    ids = sorted({rng.randint(1, keys.max_product_id) for _ in range(4)})
+    return conn.execute("SELECT product_id, unit_price FROM retail.product_catalog"
+                        " WHERE product_id = ANY(%s) ORDER BY product_id", (ids,)).fetchall()
+
+
+def new_order(conn, rng, keys, now):
+    prices = _prices(conn, rng, keys)
+    if not prices or not keys.max_customer_id:
+        return "skipped"
+    keys.max_order_id += 1
+    lines = generators.order_lines(rng, keys.max_order_id, rng.randint(1, keys.max_customer_id),
+                                   prices, now, "pending")
+    _insert(conn, "sales_transactions", lines)
+    if rng.random() < 0.3:
+        # The customer changes their mind before the transaction ends: one key changes
+        # twice inside one transaction, and Debezium emits both events.
+        conn.execute("UPDATE retail.sales_transactions SET quantity = quantity + 1,"
+                     " updated_ts = %s WHERE order_id = %s AND line_item_id = 1",
+                     (now, keys.max_order_id))
+        conn.execute("UPDATE retail.sales_transactions SET discount = 0, updated_ts = %s"
+                     " WHERE order_id = %s AND line_item_id = 1", (now, keys.max_order_id))
+    return "new_order"
+
+
+def status_change(conn, rng, keys, now):
+    order_id = rng.randint(1, keys.max_order_id)
+    status = rng.choices(generators.ORDER_STATUSES, weights=[5, 70, 15, 10])[0]
+    conn.execute("UPDATE retail.sales_transactions SET status = %s, updated_ts = %s"
+                 " WHERE order_id = %s", (status, now, order_id))
+    return "status_change"
+
+
+def price_correction(conn, rng, keys, now):
+    factor = Decimal(rng.choice(["0.90", "0.95", "1.05", "1.10"]))
+    conn.execute("UPDATE retail.product_catalog SET unit_price = round(unit_price * %s, 2),"
+                 " updated_ts = %s WHERE product_id = %s",
+                 (factor, now, rng.randint(1, keys.max_product_id)))
+    return "price_correction"
+
+
+def customer_move(conn, rng, keys, now):
+    place = generators.location(rng)
+    conn.execute("UPDATE retail.customer_master SET city = %(city)s, state = %(state)s,"
+                 " country = %(country)s, region = %(region)s, updated_ts = %(now)s"
+                 " WHERE customer_id = %(id)s",
+                 {**place, "now": now, "id": rng.randint(1, keys.max_customer_id)})
+    return "customer_move"
+
+
+def product_recategorisation(conn, rng, keys, now):
+    conn.execute("UPDATE retail.product_catalog SET category = %s, updated_ts = %s"
+                 " WHERE product_id = %s",
+                 (rng.choice(sorted(generators.CATEGORIES)), now,
+                  rng.randint(1, keys.max_product_id)))
+    return "product_recategorisation"
+
+
+def delete_line(conn, rng, keys, now):
+    row = conn.execute(
+        f"DELETE FROM retail.sales_transactions WHERE (order_id, line_item_id) = ("
+        f" SELECT order_id, line_item_id FROM retail.sales_transactions WHERE order_id = %s"
+        f" ORDER BY line_item_id LIMIT 1) RETURNING {', '.join(COLUMNS['sales_transactions'])}",
+        (rng.randint(1, keys.max_order_id),)).fetchone()
+    if row is None:
+        return "skipped"
+    keys.deleted_lines.append(dict(zip(COLUMNS["sales_transactions"], row)))
+    return "delete_line"
+
+
+def reinsert_line(conn, rng, keys, now):
+    """A deleted key comes back (an order restored), with new values."""
+    if not keys.deleted_lines:
+        return "skipped"
+    line = keys.deleted_lines.pop(rng.randrange(len(keys.deleted_lines)))
+    line |= {"quantity": line["quantity"] + 1, "status": "pending", "updated_ts": now}
+    _insert(conn, "sales_transactions", [line])
+    return "reinsert_line"
+
+
+def new_customer(conn, rng, keys, now):
+    keys.max_customer_id += 1
+    _insert(conn, "customer_master", [generators.customer(rng, keys.max_customer_id, now)])
+    return "new_customer"
+
+
+def new_product(conn, rng, keys, now):
+    keys.max_product_id += 1
+    _insert(conn, "product_catalog", [generators.product(rng, keys.max_product_id, now)])
+    return "new_product"
+
+
+Operation = Callable[[psycopg.Connection, random.Random, KeySpace, datetime], str]
+OPERATIONS: dict[Operation, int] = {
+    new_order: 35, status_change: 22, price_correction: 6, customer_move: 7,
+    product_recategorisation: 3, delete_line: 6, reinsert_line: 3, new_customer: 6,
+    new_product: 2,
+}
+
+
+class OltpWorkload:
+    """Runs one weighted-random operation per `step()` call, each in its own transaction."""
+
+    def __init__(self, conn: psycopg.Connection, seed: int):
+        assert conn.autocommit, "each step must commit on its own"
+        self.conn = conn
+        self.rng = random.Random(f"{seed}:oltp")
+        self.keys = KeySpace.load(conn)
+        if not (self.keys.max_customer_id and self.keys.max_product_id and self.keys.max_order_id):
+            raise ConfigurationError("The retail tables are empty: run `lakehouse seed` first.")
+        self.operations, self.weights = zip(*OPERATIONS.items())
+
+    def step(self) -> str:
+        operation = self.rng.choices(self.operations, weights=self.weights)[0]
+        with self.conn.transaction():
+            return operation(self.conn, self.rng, self.keys, datetime.now(timezone.utc))

@@ -1,0 +1,1 @@
+"""RetailMax Lakehouse: the core every layer shares (settings, command line)."""

@@ -1,0 +1,155 @@
+"""`lakehouse`: the single entry point for every layer and the services under them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from lakehouse import settings as settings_module
+from lakehouse.settings import ConfigurationError
+
+
+def _services(args, settings):
+    from infra import stack
+
+    if args.action == "up":
+        began = time.monotonic()
+        mode = stack.start(settings, args.mode)
+        print(f"services up ({mode} mode) in {time.monotonic() - began:.1f} s")
+        _print_status(stack.status(settings))
+    elif args.action == "down":
+        stack.stop(settings)
+    else:
+        statuses = stack.status(settings)
+        _print_status(statuses)
+        return 0 if all(s.healthy for s in statuses) else 1
+    return 0
+
+
+def _print_status(statuses) -> None:
+    for s in statuses:
+        print(f"{s.name:<9} {'healthy' if s.healthy else 'DOWN':<8} {s.address:<26} {s.detail}")
+
+
+def _up(args, settings):
+    from lakehouse import demo
+
+    demo.up(settings, args.mode)
+    return 0
+
+
+def _down(args, settings):
+    from lakehouse import demo
+
+    demo.down(settings)
+    return 0
+
+
+def _env(args, settings):
+    created = settings_module.write_env_file()
+    print(f"wrote {', '.join(created)} to .env" if created else ".env already has every secret")
+    return 0
+
+
+def _seed(args, settings):
+    from ingestion.seed import SeedSize, seed
+
+    size = SeedSize.for_lines(args.sales_lines, args.customers, args.products)
+    began = time.monotonic()
+    counts = seed(settings, size, args.seed)
+    if counts is None:
+        print("retail tables already hold data; seed skipped (it only fills empty tables)")
+    else:
+        print(f"seeded {json.dumps(counts)} in {time.monotonic() - began:.1f} s")
+    return 0
+
+
+def _simulate(args, settings):
+    from ingestion.simulate import SimulationPlan, simulate
+
+    plan = SimulationPlan(args.rate, args.event_rate, args.duration, args.seed, args.bad_events)
+    try:
+        done = simulate(settings, plan)
+    except KeyboardInterrupt:
+        return 0
+    print(f"simulate: {json.dumps(dict(sorted(done.items())))}")
+    return 0
+
+
+def _tail(args, settings):
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, enable_auto_commit=False,
+                             consumer_timeout_ms=args.timeout * 1000)
+    partitions = [TopicPartition(args.topic, p) for p in consumer.partitions_for_topic(args.topic) or []]
+    if not partitions:
+        print(f"topic {args.topic} does not exist", file=sys.stderr)
+        return 1
+    consumer.assign(partitions)
+    for partition, end in consumer.end_offsets(partitions).items():
+        consumer.seek(partition, max(0, end - args.n))
+    for message in consumer:
+        key = message.key.decode(errors="replace") if message.key else None
+        value = message.value.decode(errors="replace") if message.value else None
+        print(f"{message.partition}:{message.offset} key={key} {value}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="lakehouse", description=__doc__)
+    commands = root.add_subparsers(dest="command", required=True)
+
+    services = commands.add_parser("services", help="start, stop or show the service stack")
+    services.add_argument("action", choices=["up", "down", "status"])
+    services.add_argument("--mode", choices=["auto", "native", "docker"], default="auto",
+                          help="docker when an engine answers, native processes otherwise")
+    services.set_defaults(handler=_services)
+    up = commands.add_parser("up", help="the whole demo: services, seed data, live workload")
+    up.add_argument("--mode", choices=["auto", "native", "docker"], default="auto")
+    up.set_defaults(handler=_up)
+    commands.add_parser("down", help="stop the demo and the services").set_defaults(handler=_down)
+    commands.add_parser("status", help="health of each service and the connector").set_defaults(
+        handler=_services, action="status")
+    commands.add_parser("env", help="write random local secrets to .env").set_defaults(handler=_env)
+
+    seed = commands.add_parser("seed", help="load the initial data set (COPY) into empty tables")
+    seed.add_argument("--sales-lines", type=int, default=10_000)
+    seed.add_argument("--customers", type=int, help="default: sales lines / 10")
+    seed.add_argument("--products", type=int, help="default: sales lines / 50")
+    seed.add_argument("--seed", type=int, default=42)
+    seed.set_defaults(handler=_seed)
+
+    simulate = commands.add_parser("simulate", help="run the live OLTP and event workload")
+    simulate.add_argument("--rate", type=float, default=10.0, help="Postgres transactions/s")
+    simulate.add_argument("--event-rate", type=float, default=50.0, help="Kafka events/s")
+    simulate.add_argument("--duration", type=float, default=60.0, help="seconds; 0 = forever")
+    simulate.add_argument("--seed", type=int, default=7)
+    simulate.add_argument("--bad-events", type=float, default=0.0,
+                          help="share of malformed events, 0..1")
+    simulate.set_defaults(handler=_simulate)
+
+    tail = commands.add_parser("tail", help="print the last messages of a Kafka topic")
+    tail.add_argument("topic")
+    tail.add_argument("-n", type=int, default=5, help="messages per partition")
+    tail.add_argument("--timeout", type=int, default=3, help="seconds to wait for more")
+    tail.set_defaults(handler=_tail)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        settings = settings_module.load()
+        return args.handler(args, settings)
+    except ConfigurationError as error:
+        print(f"configuration error: {error}", file=sys.stderr)
+        return 2
+    except RuntimeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

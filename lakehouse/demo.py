@@ -1,0 +1,46 @@
+"""`make up` / `make down`: the services plus the processes of the running demo.
+
+The demo's long-running workers (today the workload simulator) run in the background under
+the same supervision as the native services: pid files in `.lake/run`, logs in
+`.lake/logs`, stopped by `make down`.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from infra import stack
+from infra.native.process import BackgroundProcess
+from ingestion.seed import SeedSize, seed
+from lakehouse.settings import Settings
+
+WORKERS = {
+    "simulator": ["simulate", "--duration", "0", "--rate", "5", "--event-rate", "20"],
+}
+
+
+def _worker(settings: Settings, name: str) -> BackgroundProcess:
+    return BackgroundProcess(name, settings.state_dir / "run", settings.state_dir / "logs")
+
+
+def up(settings: Settings, mode: str = "auto", report=print) -> None:
+    began = time.monotonic()
+    mode = stack.start(settings, mode, report)
+    counts = seed(settings, SeedSize.for_lines(10_000))
+    report("seed: tables already hold data" if counts is None else f"seed: {counts}")
+    for name, arguments in WORKERS.items():
+        worker = _worker(settings, name)
+        if not worker.running():
+            worker.start([sys.executable, "-m", "lakehouse.cli", *arguments])
+        report(f"{name:<9} running (log {worker.log})")
+    report(f"demo up ({mode} mode) in {time.monotonic() - began:.1f} s")
+    for s in stack.status(settings):
+        report(f"  {s.name:<9} {'healthy' if s.healthy else 'DOWN':<8} {s.address} {s.detail}")
+
+
+def down(settings: Settings, report=print) -> None:
+    for name in WORKERS:
+        _worker(settings, name).stop()
+        report(f"{name:<9} stopped")
+    stack.stop(settings, report)

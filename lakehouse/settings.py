@@ -1,0 +1,142 @@
+"""Settings from the environment, with defaults for the local demo.
+
+Secrets are never defaulted: they come from the environment or from the untracked
+`.env` file that `lakehouse env` writes once with random values. A missing secret fails
+at start with a message naming the variable.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_FILE = Path(".env")
+SECRET_VARIABLES = ("PGPASSWORD", "DEBEZIUM_PASSWORD")
+
+
+class ConfigurationError(RuntimeError):
+    """A setting is missing or wrong; the message says what to fix."""
+
+
+def load_env_file(path: Path = ENV_FILE) -> None:
+    """Adds `KEY=value` lines of `path` to os.environ; the real environment wins."""
+    if not path.exists():
+        return
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise ConfigurationError(f"{path}:{number}: expected KEY=value, got {line!r}")
+        os.environ.setdefault(key.strip(), value.strip().strip('"').strip("'"))
+
+
+def write_env_file(path: Path = ENV_FILE) -> list[str]:
+    """Creates `path` with random secrets for the variables it lacks; returns their names."""
+    existing = path.read_text() if path.exists() else ""
+    present = {line.partition("=")[0].strip() for line in existing.splitlines()}
+    missing = [name for name in SECRET_VARIABLES if name not in present]
+    if missing:
+        lines = [f"{name}={secrets.token_urlsafe(18)}" for name in missing]
+        header = "" if existing else "# Local secrets for the RetailMax demo; never commit this file.\n"
+        separator = "" if not existing or existing.endswith("\n") else "\n"
+        path.write_text(existing + separator + header + "\n".join(lines) + "\n")
+        path.chmod(0o600)
+    return missing
+
+
+def read_versions(path: Path | None = None) -> dict[str, str]:
+    """The pinned service versions of infra/versions.env."""
+    path = path or Path(__file__).resolve().parent.parent / "infra" / "versions.env"
+    versions = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            key, _, value = line.partition("=")
+            versions[key.strip()] = value.strip()
+    return versions
+
+
+def _require(name: str) -> str:
+    value = os.environ.get(name)
+    if not value:
+        raise ConfigurationError(
+            f"{name} is not set. Run `make env` (writes random local secrets to .env) "
+            f"or export {name} in the environment."
+        )
+    return value
+
+
+def _port(name: str, default: int) -> int:
+    raw = os.environ.get(name, str(default))
+    if not raw.isdigit() or not 0 < int(raw) < 65536:
+        raise ConfigurationError(f"{name}={raw!r} is not a TCP port number (1-65535)")
+    return int(raw)
+
+
+def _host_port(name: str, default: str) -> tuple[str, int]:
+    value = os.environ.get(name, default)
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigurationError(f"{name}={value!r} must look like host:port, e.g. {default}")
+    return host, int(port)
+
+
+@dataclass(frozen=True)
+class Settings:
+    state_dir: Path
+    pg_host: str
+    pg_port: int
+    pg_user: str
+    pg_database: str
+    kafka_bootstrap: str
+    connect_url: str
+    warehouse: str
+
+    @property
+    def pg_password(self) -> str:
+        return _require("PGPASSWORD")
+
+    @property
+    def debezium_password(self) -> str:
+        return _require("DEBEZIUM_PASSWORD")
+
+    @property
+    def kafka_port(self) -> int:
+        return _host_port("KAFKA_BOOTSTRAP_SERVERS", "localhost:9092")[1]
+
+    @property
+    def connect_port(self) -> int:
+        return int(self.connect_url.rstrip("/").rsplit(":", 1)[1])
+
+    def pg_params(self, **overrides: str) -> dict[str, str]:
+        """Keyword arguments for psycopg.connect."""
+        return {
+            "host": self.pg_host,
+            "port": str(self.pg_port),
+            "user": self.pg_user,
+            "dbname": self.pg_database,
+            "password": self.pg_password,
+            "connect_timeout": "5",
+        } | overrides
+
+
+def load() -> Settings:
+    load_env_file()
+    state_dir = Path(os.environ.get("LAKEHOUSE_STATE_DIR", ".lake")).resolve()
+    _host_port("KAFKA_BOOTSTRAP_SERVERS", "localhost:9092")
+    connect_url = os.environ.get("CONNECT_URL", "http://localhost:8083")
+    if not connect_url.startswith("http") or not connect_url.rstrip("/").rsplit(":", 1)[-1].isdigit():
+        raise ConfigurationError(f"CONNECT_URL={connect_url!r} must look like http://host:port")
+    return Settings(
+        state_dir=state_dir,
+        pg_host=os.environ.get("PGHOST", "localhost"),
+        pg_port=_port("PGPORT", 5432),
+        pg_user=os.environ.get("PGUSER", "retailmax"),
+        pg_database=os.environ.get("PGDATABASE", "retailmax"),
+        kafka_bootstrap=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "localhost:9092"),
+        connect_url=connect_url.rstrip("/"),
+        warehouse=os.environ.get("LAKEHOUSE_WAREHOUSE", str(state_dir / "warehouse")),
+    )

@@ -1,0 +1,86 @@
+"""Integration tests run against the real services: a running stack is reused, otherwise
+the native one is started for the session and stopped at its end."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from kafka import KafkaConsumer, TopicPartition
+
+from infra import stack
+from ingestion import database
+from ingestion.seed import SeedSize, seed
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="session")
+def services(settings):
+    already_up = all(s.healthy for s in stack.status(settings))
+    if already_up:
+        database.apply_schema(settings)
+    else:
+        stack.start(settings, "native")
+    seed(settings, SeedSize.for_lines(2_000))
+    yield settings
+    if not already_up:
+        stack.stop(settings)
+
+
+@pytest.fixture
+def db(services):
+    with database.connect(services, autocommit=True) as conn:
+        yield conn
+
+
+class TopicReader:
+    """Reads a topic from the offsets it had when created, i.e. only what comes after."""
+
+    def __init__(self, settings, topic: str):
+        self.topic = topic
+        self.consumer = KafkaConsumer(bootstrap_servers=settings.kafka_bootstrap,
+                                      enable_auto_commit=False)
+        partitions = [TopicPartition(topic, p)
+                      for p in sorted(self.consumer.partitions_for_topic(topic) or [])]
+        assert partitions, f"topic {topic} does not exist"
+        self.consumer.assign(partitions)
+        for partition, offset in self.consumer.end_offsets(partitions).items():
+            self.consumer.seek(partition, offset)
+
+    def read_until(self, done, timeout: float = 30.0) -> list:
+        """Messages (key, value decoded as JSON where possible) until done(messages)."""
+        messages, deadline = [], time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for records in self.consumer.poll(timeout_ms=500).values():
+                messages += [(_decode(r.key), _decode(r.value)) for r in records]
+            if done(messages):
+                return messages
+        raise AssertionError(f"{self.topic}: condition not met within {timeout} s; "
+                             f"got {len(messages)} messages: {messages[-5:]}")
+
+    def close(self):
+        self.consumer.close()
+
+
+def _decode(raw: bytes | None):
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+@pytest.fixture
+def topic_reader(services):
+    readers = []
+
+    def open_reader(topic: str) -> TopicReader:
+        readers.append(TopicReader(services, topic))
+        return readers[-1]
+
+    yield open_reader
+    for reader in readers:
+        reader.close()

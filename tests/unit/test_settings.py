@@ -1,0 +1,51 @@
+import pytest
+
+from lakehouse import settings
+
+
+@pytest.fixture
+def clean_env(monkeypatch, tmp_path):
+    for name in ("PGPASSWORD", "DEBEZIUM_PASSWORD", "PGPORT", "KAFKA_BOOTSTRAP_SERVERS", "CONNECT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def test_missing_secret_names_the_variable(clean_env):
+    loaded = settings.load()
+    with pytest.raises(settings.ConfigurationError,
+                       match=r"PGPASSWORD is not set\. Run `make env`"):
+        loaded.pg_params()
+
+
+def test_env_file_is_written_once_and_read(clean_env, monkeypatch):
+    assert settings.write_env_file() == ["PGPASSWORD", "DEBEZIUM_PASSWORD"]
+    first = (clean_env / ".env").read_text()
+    assert settings.write_env_file() == []
+    assert (clean_env / ".env").read_text() == first
+    assert oct((clean_env / ".env").stat().st_mode & 0o777) == "0o600"
+    loaded = settings.load()
+    assert loaded.pg_params()["password"] == first.split("PGPASSWORD=")[1].split()[0]
+
+
+def test_environment_wins_over_env_file(clean_env, monkeypatch):
+    (clean_env / ".env").write_text("PGPASSWORD=from-file\n")
+    monkeypatch.setenv("PGPASSWORD", "from-env")
+    assert settings.load().pg_password == "from-env"
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("PGPORT", "54x", "PGPORT='54x' is not a TCP port number"),
+    ("KAFKA_BOOTSTRAP_SERVERS", "localhost", "KAFKA_BOOTSTRAP_SERVERS='localhost' must look like host:port"),
+    ("CONNECT_URL", "localhost:8083", "CONNECT_URL='localhost:8083' must look like http://host:port"),
+])
+def test_bad_settings_fail_at_start_with_what_to_fix(clean_env, monkeypatch, name, value, message):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(settings.ConfigurationError, match=message):
+        settings.load()
+
+
+def test_malformed_env_file_line_is_reported(clean_env):
+    (clean_env / ".env").write_text("GOOD=1\nthis is not a setting\n")
+    with pytest.raises(settings.ConfigurationError, match=r"\.env:2: expected KEY=value"):
+        settings.load()
