@@ -67,7 +67,7 @@ def start(settings: Settings, mode: str = "auto", report=print) -> str:
             service.start()
             report(f"{service.name:<9} healthy in {time.monotonic() - began:5.1f} s")
     database.apply_schema(settings)
-    topics.create_event_topics(settings)
+    topics.create_source_topics(settings)
     outcome = connector.register(settings)
     report(f"connector {connector.connector_definition()['name']} {outcome}, RUNNING")
     return mode

@@ -1,10 +1,16 @@
-"""The Kafka topics of the application event streams (the CDC topics are Debezium's)."""
+"""The Kafka topics every source lands on: Debezium's CDC topics and the event streams.
+
+All five are created up front with the same partition count. Debezium would create its
+topics itself, but only when the first change of a table arrives; creating them first means
+a consumer (Bronze, the tests) can subscribe before any change has been made.
+"""
 
 from __future__ import annotations
 
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
+from ingestion.database import SOURCE_TABLES
 from lakehouse.settings import Settings
 
 CDC_TOPIC_PREFIX = "retailmax"
@@ -18,12 +24,16 @@ def cdc_topic(table: str) -> str:
     return f"{CDC_TOPIC_PREFIX}.retail.{table}"
 
 
-def create_event_topics(settings: Settings) -> list[str]:
-    """Creates the event topics that are missing; returns the names it created."""
+def source_topics() -> tuple[str, ...]:
+    return (*(cdc_topic(table) for table in SOURCE_TABLES), *EVENT_TOPICS)
+
+
+def create_source_topics(settings: Settings) -> list[str]:
+    """Creates the source topics that are missing; returns the names it created."""
     admin = KafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap,
                              client_id="retailmax-admin")
     try:
-        missing = [t for t in EVENT_TOPICS if t not in set(admin.list_topics())]
+        missing = [t for t in source_topics() if t not in set(admin.list_topics())]
         created = []
         for topic in missing:
             try:

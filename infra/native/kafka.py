@@ -36,6 +36,7 @@ class JvmService:
     """A JVM service run from the resolved jars, supervised by a pid file."""
 
     name: str
+    port: int
     variable: str
     heap: str
     main_class: str
@@ -59,9 +60,17 @@ class JvmService:
 
     def stop(self) -> None:
         self.process.stop()
+        self._wait_port_released()
 
     def kill(self) -> None:
         self.process.kill()
+        self._wait_port_released()
+
+    def _wait_port_released(self) -> None:
+        # A killed JVM's leader thread turns zombie before its other threads have exited and
+        # closed the listening socket; a restart in that gap would find the port taken.
+        wait_until(lambda: not port_open("localhost", self.port), 30,
+                   f"{self.name} port {self.port} release", None)
 
 
 class NativeKafka(JvmService):
