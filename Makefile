@@ -12,7 +12,7 @@ APT_PACKAGES := postgresql openjdk-17-jdk-headless maven
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
 
-install: $(VENV)/.installed ## install system packages, the Python virtualenv and the jars
+install: $(VENV)/.installed ## install system packages, the Python virtualenv and the jars (Kafka, Debezium, Hudi)
 	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages: $$missing"; \
@@ -20,6 +20,8 @@ install: $(VENV)/.installed ## install system packages, the Python virtualenv an
 	  DEBIAN_FRONTEND=noninteractive $$( [ $$(id -u) -eq 0 ] || echo sudo ) apt-get install -y -qq $$missing; \
 	fi
 	@$(PYTHON) -m infra.native.jars
+	@mkdir -p .lake/logs; SPARK_UI=false $(PYTHON) -m lakehouse.spark 2>.lake/logs/spark-packages.log || \
+	  { tail -30 .lake/logs/spark-packages.log; exit 1; }
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)

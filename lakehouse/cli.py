@@ -97,6 +97,58 @@ def _tail(args, settings):
     return 0
 
 
+def _spark(settings, app_name: str):
+    from lakehouse import catalog, spark
+
+    session = spark.session(settings, app_name)
+    catalog.register(session, settings)
+    return session
+
+
+def _bronze_job(args, settings):
+    from bronze.job import BronzeJob
+    from bronze.tables import BRONZE_TABLES, bronze_table
+
+    tables = tuple(bronze_table(t) for t in args.table) if args.table else BRONZE_TABLES
+    return BronzeJob(_spark(settings, "bronze"), settings, tables)
+
+
+def _print_landed(counts) -> None:
+    for name, c in counts.items():
+        print(f"{name:<34} {c.messages:>9} messages  {c.rows:>9} rows  "
+              f"{c.quarantined:>6} quarantined  {c.batches:>3} batches  {c.seconds:6.1f} s")
+
+
+def _bronze(args, settings):
+    from lakehouse.locks import exclusive_writer
+
+    with exclusive_writer(settings, "bronze"):
+        job = _bronze_job(args, settings)
+        if args.continuous:
+            print(f"bronze: streaming every {args.trigger_seconds} s (Ctrl-C stops)", flush=True)
+            try:
+                job.run_continuously(args.trigger_seconds)
+            except KeyboardInterrupt:
+                pass
+        else:
+            began = time.monotonic()
+            job.drain()
+            print(f"bronze: drained in {time.monotonic() - began:.1f} s")
+        _print_landed(job.counts)
+    return 0
+
+
+def _run(args, settings):
+    args.continuous, args.table = False, None
+    return _bronze(args, settings)
+
+
+def _sql(args, settings):
+    session = _spark(settings, "sql")
+    session.sql(args.query).show(args.limit, truncate=False)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="lakehouse", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
@@ -130,6 +182,20 @@ def parser() -> argparse.ArgumentParser:
                           help="share of malformed events, 0..1")
     simulate.set_defaults(handler=_simulate)
 
+    bronze = commands.add_parser("bronze", help="land the Kafka topics in the Bronze tables")
+    bronze.add_argument("--continuous", action="store_true",
+                        help="keep streaming (default: drain what Kafka holds now, then exit)")
+    bronze.add_argument("--trigger-seconds", type=int, default=None,
+                        help="micro-batch interval with --continuous (default BRONZE_TRIGGER_SECONDS)")
+    bronze.add_argument("--table", action="append", help="only this table (repeatable)")
+    bronze.set_defaults(handler=_bronze)
+    commands.add_parser("run", help="one idempotent pass through every layer").set_defaults(
+        handler=_run)
+    sql = commands.add_parser("sql", help="run a Spark SQL query over the catalog and print it")
+    sql.add_argument("query")
+    sql.add_argument("--limit", type=int, default=50, help="rows to print")
+    sql.set_defaults(handler=_sql)
+
     tail = commands.add_parser("tail", help="print the last messages of a Kafka topic")
     tail.add_argument("topic")
     tail.add_argument("-n", type=int, default=5, help="messages per partition")
@@ -142,6 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         settings = settings_module.load()
+        if getattr(args, "trigger_seconds", 0) is None:
+            args.trigger_seconds = settings.bronze_trigger_seconds
         return args.handler(args, settings)
     except ConfigurationError as error:
         print(f"configuration error: {error}", file=sys.stderr)

@@ -76,6 +76,13 @@ def _port(name: str, default: int) -> int:
     return int(raw)
 
 
+def _positive(name: str, default: int) -> int:
+    raw = os.environ.get(name, str(default))
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigurationError(f"{name}={raw!r} must be a whole number of at least 1")
+    return int(raw)
+
+
 def _host_port(name: str, default: str) -> tuple[str, int]:
     value = os.environ.get(name, default)
     host, sep, port = value.rpartition(":")
@@ -94,6 +101,14 @@ class Settings:
     kafka_bootstrap: str
     connect_url: str
     warehouse: str
+    checkpoints: str = ""
+    shuffle_partitions: int = 4
+    driver_memory: str = "4g"
+    spark_ui: bool = True
+    bronze_trigger_seconds: int = 10
+    bronze_max_offsets_per_batch: int = 200_000
+    compact_every_delta_commits: int = 10
+    commits_retained: int = 50
 
     @property
     def pg_password(self) -> str:
@@ -130,6 +145,9 @@ def load() -> Settings:
     connect_url = os.environ.get("CONNECT_URL", "http://localhost:8083")
     if not connect_url.startswith("http") or not connect_url.rstrip("/").rsplit(":", 1)[-1].isdigit():
         raise ConfigurationError(f"CONNECT_URL={connect_url!r} must look like http://host:port")
+    warehouse = os.environ.get("LAKEHOUSE_WAREHOUSE", str(state_dir / "warehouse"))
+    if "://" not in warehouse:
+        warehouse = str(Path(warehouse).resolve())
     return Settings(
         state_dir=state_dir,
         pg_host=os.environ.get("PGHOST", "localhost"),
@@ -138,5 +156,14 @@ def load() -> Settings:
         pg_database=os.environ.get("PGDATABASE", "retailmax"),
         kafka_bootstrap=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "localhost:9092"),
         connect_url=connect_url.rstrip("/"),
-        warehouse=os.environ.get("LAKEHOUSE_WAREHOUSE", str(state_dir / "warehouse")),
+        warehouse=warehouse,
+        # Beside the tables, so a cluster run keeps them on the same shared storage.
+        checkpoints=os.environ.get("LAKEHOUSE_CHECKPOINTS", f"{warehouse.rstrip('/')}/_checkpoints"),
+        shuffle_partitions=_positive("SPARK_SHUFFLE_PARTITIONS", 4),
+        driver_memory=os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
+        spark_ui=os.environ.get("SPARK_UI", "true").lower() in ("1", "true", "yes"),
+        bronze_trigger_seconds=_positive("BRONZE_TRIGGER_SECONDS", 10),
+        bronze_max_offsets_per_batch=_positive("BRONZE_MAX_OFFSETS_PER_BATCH", 200_000),
+        compact_every_delta_commits=_positive("HUDI_COMPACT_EVERY_DELTA_COMMITS", 10),
+        commits_retained=_positive("HUDI_COMMITS_RETAINED", 50),
     )

@@ -1,0 +1,127 @@
+"""Kafka messages -> Bronze rows, and the messages that cannot be decoded -> quarantine.
+
+Pure functions of DataFrames: no I/O, no checkpoints. Every message ends in exactly one of
+the two outputs. Values are parsed with every field as a string and then cast column by
+column, so that one field of the wrong type is reported by name instead of nulling the
+whole record.
+
+Debezium encodings (ingestion/debezium-postgres.json): decimals arrive as exact strings,
+`date` as days since 1970-01-01, `timestamptz` as ISO-8601 strings in UTC.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
+
+from bronze.tables import DEBEZIUM, BronzeTable
+
+CDC_OPS = ("c", "r", "u", "d")
+QUARANTINE_COLUMNS = ("_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_ts",
+                      "raw_key", "raw_value", "error", "_quarantined_at")
+
+
+def _as_strings(columns) -> StructType:
+    return StructType([StructField(name, StringType()) for name in columns])
+
+
+def _typed(text: Column, spark_type: str) -> Column:
+    if spark_type == "date":
+        days = F.date_add(F.lit("1970-01-01").cast("date"), text.cast("int"))
+        return F.when(text.rlike(r"^-?[0-9]+$"), days).otherwise(text.cast("date"))
+    return text.cast(spark_type)
+
+
+def _first_error(checks: list[tuple[Column, Column]]) -> Column:
+    """The message of the first failing check, or null when all pass."""
+    return F.coalesce(*(F.when(failed, message) for failed, message in checks))
+
+
+def _field_checks(image: Column, table: BronzeTable) -> list[tuple[Column, Column]]:
+    checks = [(image[key].isNull(), F.lit(f"missing key field {key}")) for key in table.record_key]
+    if table.partitioning and table.partitioning.from_ts:
+        source = table.partitioning.from_ts
+        checks.append((image[source].isNull(), F.lit(f"missing field {source}")))
+    for name, spark_type in table.columns.items():
+        checks.append((image[name].isNotNull() & _typed(image[name], spark_type).isNull(),
+                       F.concat(F.lit(f"wrong type for {name} ({spark_type}): '"), image[name],
+                                F.lit("'"))))
+    return checks
+
+
+def _not_an_object(raw_value: Column) -> Column:
+    # from_json turns malformed input into a struct of nulls, not null: ask JSON itself.
+    return F.json_object_keys(raw_value).isNull()
+
+
+def _kafka_columns(raw: DataFrame) -> DataFrame:
+    return raw.select(
+        F.col("key").cast("string").alias("raw_key"),
+        F.col("value").cast("string").alias("raw_value"),
+        F.col("topic").alias("_kafka_topic"),
+        F.col("partition").alias("_kafka_partition"),
+        F.col("offset").alias("_kafka_offset"),
+        F.col("timestamp").alias("_kafka_ts"),
+    )
+
+
+def _debezium(messages: DataFrame, table: BronzeTable) -> DataFrame:
+    image_type = _as_strings(table.columns)
+    envelope = StructType([
+        StructField("before", image_type), StructField("after", image_type),
+        StructField("op", StringType()), StructField("source", _as_strings(["lsn", "ts_ms"])),
+    ])
+    parsed = messages.withColumn("_m", F.from_json("raw_value", envelope))
+    op = F.col("_m.op")
+    # A delete carries the old row (REPLICA IDENTITY FULL); every other op the new one.
+    image = F.when(op == "d", F.col("_m.before")).otherwise(F.col("_m.after"))
+    parsed = parsed.withColumn("_image", image)
+    checks = [
+        (_not_an_object(F.col("raw_value")), F.lit("not a JSON object")),
+        (op.isNull(), F.lit("missing field op")),
+        (~op.isin(*CDC_OPS), F.concat(F.lit("unknown op '"), op, F.lit("'"))),
+        (F.col("_m.source.lsn").cast("long").isNull(), F.lit("missing or non-numeric source.lsn")),
+        (F.col("_image").isNull(),
+         F.concat(F.lit("missing "), F.when(op == "d", "before").otherwise("after"),
+                  F.lit(" image"))),
+        *_field_checks(F.col("_image"), table),
+    ]
+    return parsed.select(
+        "*",
+        _first_error(checks).alias("error"),
+        op.alias("_op"),
+        F.col("_m.source.lsn").cast("long").alias("_source_lsn"),
+        F.timestamp_millis(F.col("_m.source.ts_ms").cast("long")).alias("_source_ts"),
+        (op == "d").alias("_hoodie_is_deleted"),
+    )
+
+
+def _json_event(messages: DataFrame, table: BronzeTable) -> DataFrame:
+    parsed = messages.withColumn("_image", F.from_json("raw_value", _as_strings(table.columns)))
+    checks = [(_not_an_object(F.col("raw_value")), F.lit("not a JSON object")),
+              *_field_checks(F.col("_image"), table),
+              *[(F.col("_image")[name].isNull(), F.lit(f"missing field {name}"))
+                for name in table.ordering if name in table.columns]]
+    return parsed.select("*", _first_error(checks).alias("error"),
+                         F.lit(False).alias("_hoodie_is_deleted"))
+
+
+def decode(raw: DataFrame, table: BronzeTable) -> tuple[DataFrame, DataFrame]:
+    """Splits raw Kafka records (key, value, topic, partition, offset, timestamp) of
+    `table`'s topic into (Bronze rows, quarantined messages)."""
+    messages = _kafka_columns(raw)
+    decoded = (_debezium if table.envelope == DEBEZIUM else _json_event)(messages, table)
+    now = F.current_timestamp()
+    columns = [_typed(F.col("_image")[name], spark_type).alias(name)
+               for name, spark_type in table.columns.items()]
+    if table.partitioning and table.partitioning.from_ts:
+        columns.append(F.date_format(F.col("_image")[table.partitioning.from_ts].cast("timestamp"),
+                                     "yyyy-MM-dd").alias(table.partitioning.column))
+    lineage = ["_op", "_source_lsn", "_source_ts"] if table.envelope == DEBEZIUM else []
+    rows = decoded.where(F.col("error").isNull()).select(
+        *columns, *lineage, now.alias("_ingested_at"), "_kafka_topic", "_kafka_partition",
+        "_kafka_offset", "_hoodie_is_deleted")
+    quarantined = decoded.where(F.col("error").isNotNull()).select(
+        *QUARANTINE_COLUMNS[:-1], now.alias("_quarantined_at"))
+    return rows, quarantined

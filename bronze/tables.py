@@ -1,0 +1,136 @@
+"""The Bronze tables: one declaration each, and nothing else to edit to add one.
+
+Every Bronze table is MERGE_ON_READ with Hudi's CDC log on, lands one Kafka topic, and has a
+quarantine table `<name>_quarantine` beside it for the messages it could not decode. Columns
+are the source's, in Spark SQL types; lineage columns (`_op`, `_source_lsn`, `_kafka_*` ...)
+are added by the decoder. CDC tables order by the Debezium source position (LSN), so the
+newest change of a key wins whatever order it arrives in (DESIGN.md §5): two changes of one
+row are two WAL records and never share an LSN (rows of one multi-row COPY do, but they are
+different keys). Event tables order by their own timestamp. One ordering field each: Hudi
+1.2 accepts several, but its catalog cannot register such a table (it looks the joined
+list up as one column name).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ingestion.topics import CLICKSTREAM_TOPIC, INVENTORY_TOPIC, cdc_topic
+from lakehouse.tables import Partitioning, Table
+
+DEBEZIUM = "debezium"
+JSON_EVENTS = "json"
+CDC_ORDERING = ("_source_lsn",)
+KAFKA_POSITION = ("_kafka_topic", "_kafka_partition", "_kafka_offset")
+
+
+@dataclass(frozen=True, kw_only=True)
+class BronzeTable(Table):
+    topic: str
+    envelope: str
+    columns: dict[str, str] = field(default_factory=dict)
+    layer: str = "bronze"
+    table_type: str = "MERGE_ON_READ"
+    change_log: bool = True
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.envelope not in (DEBEZIUM, JSON_EVENTS):
+            raise ValueError(f"table {self.name}: envelope must be {DEBEZIUM!r} or "
+                             f"{JSON_EVENTS!r}, got {self.envelope!r}")
+        unknown = [k for k in self.record_key if k not in self.columns]
+        if unknown:
+            raise ValueError(f"table {self.name}: record key {unknown} not among its columns")
+
+    @property
+    def quarantine(self) -> Table:
+        """Messages that could not be decoded, one row per Kafka position (so replays collapse)."""
+        return Table(name=f"{self.name}_quarantine", layer=self.layer, table_type="COPY_ON_WRITE",
+                     record_key=KAFKA_POSITION, ordering=("_kafka_offset",),
+                     description=f"Undecodable messages of {self.topic}, with the reason.")
+
+
+CUSTOMER_MASTER = BronzeTable(
+    name="hudi_customer_master_bronze",
+    description="Mirror of retail.customer_master: one row per current customer.",
+    topic=cdc_topic("customer_master"),
+    envelope=DEBEZIUM,
+    record_key=("customer_id",),
+    ordering=CDC_ORDERING,
+    partitioning=Partitioning("country"),
+    columns={
+        "customer_id": "bigint", "first_name": "string", "last_name": "string",
+        "email": "string", "phone": "string", "birth_date": "date", "city": "string",
+        "state": "string", "country": "string", "region": "string", "loyalty_tier": "string",
+        "created_at": "timestamp", "updated_ts": "timestamp",
+    },
+)
+
+PRODUCT_CATALOG = BronzeTable(
+    name="hudi_product_catalog_bronze",
+    description="Mirror of retail.product_catalog: one row per current product.",
+    topic=cdc_topic("product_catalog"),
+    envelope=DEBEZIUM,
+    record_key=("product_id",),
+    ordering=CDC_ORDERING,
+    columns={
+        "product_id": "bigint", "sku": "string", "name": "string", "description": "string",
+        "category": "string", "brand": "string", "unit_price": "decimal(12,2)",
+        "active": "boolean", "updated_ts": "timestamp",
+    },
+)
+
+SALES_TRANSACTIONS = BronzeTable(
+    name="hudi_sales_transactions_bronze",
+    description="Mirror of retail.sales_transactions: one row per current sales line.",
+    topic=cdc_topic("sales_transactions"),
+    envelope=DEBEZIUM,
+    record_key=("order_id", "line_item_id"),
+    ordering=CDC_ORDERING,
+    partitioning=Partitioning("dt", from_ts="transaction_ts"),
+    columns={
+        "order_id": "bigint", "line_item_id": "int", "customer_id": "bigint",
+        "product_id": "bigint", "quantity": "int", "unit_price": "decimal(12,2)",
+        "discount": "decimal(12,2)", "channel": "string", "store_id": "string",
+        "status": "string", "transaction_ts": "timestamp", "updated_ts": "timestamp",
+    },
+)
+
+WEB_CLICKSTREAMS = BronzeTable(
+    name="hudi_web_clickstreams_bronze",
+    description="Every clickstream event once; a re-sent event_id collapses into one row.",
+    topic=CLICKSTREAM_TOPIC,
+    envelope=JSON_EVENTS,
+    record_key=("event_id",),
+    ordering=("event_ts",),
+    partitioning=Partitioning("dt", from_ts="event_ts"),
+    columns={
+        "event_id": "string", "session_id": "string", "customer_id": "bigint",
+        "event_type": "string", "page_url": "string", "product_id": "bigint",
+        "search_query": "string", "device": "string", "event_ts": "timestamp",
+    },
+)
+
+INVENTORY_UPDATES = BronzeTable(
+    name="hudi_inventory_updates_bronze",
+    description="Latest stock position per (sku, location): the newest update_ts wins.",
+    topic=INVENTORY_TOPIC,
+    envelope=JSON_EVENTS,
+    record_key=("sku", "location_id"),
+    ordering=("update_ts",),
+    partitioning=Partitioning("dt", from_ts="update_ts"),
+    columns={
+        "sku": "string", "location_id": "string", "quantity_on_hand": "int",
+        "change_qty": "int", "reason": "string", "update_ts": "timestamp",
+    },
+)
+
+BRONZE_TABLES = (CUSTOMER_MASTER, PRODUCT_CATALOG, SALES_TRANSACTIONS, WEB_CLICKSTREAMS,
+                 INVENTORY_UPDATES)
+
+
+def bronze_table(name: str) -> BronzeTable:
+    for table in BRONZE_TABLES:
+        if name in (table.name, table.topic):
+            return table
+    raise KeyError(f"no Bronze table {name!r}; known: {', '.join(t.name for t in BRONZE_TABLES)}")

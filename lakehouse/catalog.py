@@ -1,0 +1,40 @@
+"""The Spark catalog: databases `bronze`, `silver`, `gold` holding every declared table.
+
+The catalog is derived, not stored: each session registers the declared tables that exist
+in the warehouse (a cheap read of each table's metadata), so `lakehouse sql` works from a
+fresh process without a metastore service. A deployment with a Hive metastore can point
+Spark at it instead; the table locations are the same.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from lakehouse.settings import Settings
+from lakehouse.tables import LAYERS, Table
+
+
+def declared_tables() -> list[Table]:
+    from bronze.tables import BRONZE_TABLES
+
+    return [t for bronze in BRONZE_TABLES for t in (bronze, bronze.quarantine)]
+
+
+def _exists(spark: SparkSession, path: str) -> bool:
+    jvm = spark.sparkContext._jvm
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(f"{path}/.hoodie/hoodie.properties")
+    return hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path)
+
+
+def register(spark: SparkSession, settings: Settings, tables: list[Table] | None = None) -> list[str]:
+    """Registers the tables that exist; returns their qualified names."""
+    for layer in LAYERS:
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {layer}")
+    registered = []
+    for table in tables if tables is not None else declared_tables():
+        path = table.path(settings)
+        if _exists(spark, path):
+            spark.sql(f"CREATE TABLE IF NOT EXISTS {table.qualified_name} USING hudi "
+                      f"LOCATION '{path}'")
+            registered.append(table.qualified_name)
+    return registered

@@ -1,0 +1,112 @@
+"""Debezium envelopes and events -> Bronze rows or quarantine, per op and per table."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+from decimal import Decimal
+
+import pytest
+
+from bronze.decode import decode
+from bronze.tables import (CUSTOMER_MASTER, INVENTORY_UPDATES, PRODUCT_CATALOG,
+                           SALES_TRANSACTIONS, WEB_CLICKSTREAMS)
+
+SALE = {"order_id": 7, "line_item_id": 2, "customer_id": 3, "product_id": 4, "quantity": 2,
+        "unit_price": "19.99", "discount": "0.10", "channel": "web", "store_id": None,
+        "status": "pending", "transaction_ts": "2026-06-01T23:59:59.123456Z",
+        "updated_ts": "2026-06-02T00:00:01Z"}
+CUSTOMER = {"customer_id": 3, "first_name": "Ada", "last_name": "Lovelace",
+            "email": "ada@example.com", "phone": None, "birth_date": -56, "city": "London",
+            "state": "ENG", "country": "GB", "region": "europe", "loyalty_tier": "gold",
+            "created_at": "2026-01-01T00:00:00Z", "updated_ts": "2026-01-01T00:00:00Z"}
+PRODUCT = {"product_id": 4, "sku": "SKU-4", "name": "Kettle", "description": None,
+           "category": "home_kitchen", "brand": "Casa", "unit_price": "1234567890.12",
+           "active": True, "updated_ts": "2026-01-01T00:00:00Z"}
+CLICK = {"event_id": "e-1", "session_id": "s-1", "customer_id": None, "event_type": "page_view",
+         "page_url": "/", "product_id": None, "search_query": None, "device": "mobile",
+         "event_ts": "2026-06-01T10:00:00.5Z"}
+STOCK = {"sku": "SKU-4", "location_id": "WH-1", "quantity_on_hand": 40, "change_qty": -2,
+         "reason": "sale", "update_ts": "2026-06-01T10:00:00Z"}
+
+
+def envelope(op, before=None, after=None, lsn=1000):
+    return json.dumps({"before": before, "after": after, "op": op,
+                       "source": {"lsn": lsn, "ts_ms": 1780000000000}, "ts_ms": 1780000000001})
+
+
+def kafka(spark, topic, *values):
+    rows = [(None if v is None else (v if isinstance(v, bytes) else v.encode()), topic, 0, offset,
+             datetime(2026, 6, 1)) for offset, v in enumerate(values)]
+    frame = spark.createDataFrame(rows, "value binary, topic string, partition int, offset long,"
+                                        " timestamp timestamp")
+    return frame.selectExpr("CAST(NULL AS BINARY) AS key", "*")
+
+
+def landed(spark, table, *values):
+    rows, quarantined = decode(kafka(spark, table.topic, *values), table)
+    return rows.collect(), quarantined.collect()
+
+
+@pytest.mark.parametrize("op", ["c", "r", "u"])
+def test_sales_line_create_snapshot_update_land_the_after_image(spark, op):
+    before = dict(SALE, status="pending") if op == "u" else None
+    after = dict(SALE, status="completed")
+    (row,), bad = landed(spark, SALES_TRANSACTIONS, envelope(op, before, after, lsn=42))
+    assert bad == []
+    assert row.status == "completed" and row._op == op and row._source_lsn == 42
+    assert row.unit_price == Decimal("19.99") and row.discount == Decimal("0.10")
+    assert row.transaction_ts == datetime(2026, 6, 1, 23, 59, 59, 123456)
+    assert row.dt == "2026-06-01"
+    assert row._hoodie_is_deleted is False
+    assert (row._kafka_topic, row._kafka_partition, row._kafka_offset) == (
+        SALES_TRANSACTIONS.topic, 0, 0)
+
+
+def test_delete_lands_the_before_image_as_a_delete(spark):
+    (row,), _ = landed(spark, CUSTOMER_MASTER, envelope("d", before=CUSTOMER))
+    assert row._hoodie_is_deleted is True and row._op == "d"
+    assert row.customer_id == 3 and row.country == "GB"
+    assert row.birth_date == date(1969, 11, 6)
+
+
+def test_product_price_is_exact(spark):
+    (row,), _ = landed(spark, PRODUCT_CATALOG, envelope("c", after=PRODUCT))
+    assert row.unit_price == Decimal("1234567890.12") and row.active is True
+
+
+@pytest.mark.parametrize("value, error", [
+    (b"{not json", "not a JSON object"),
+    (envelope("x", after=SALE), "unknown op 'x'"),
+    (json.dumps({"before": None, "after": SALE}), "missing field op"),
+    (envelope("d", after=SALE), "missing before image"),
+    (envelope("c", after=dict(SALE, line_item_id=None)), "missing key field line_item_id"),
+    (envelope("c", after=dict(SALE, quantity="two")), "wrong type for quantity (int): 'two'"),
+    (envelope("u", after=dict(SALE, unit_price="cheap")),
+     "wrong type for unit_price (decimal(12,2)): 'cheap'"),
+    (json.dumps({"op": "c", "after": SALE, "source": {}}), "missing or non-numeric source.lsn"),
+])
+def test_bad_cdc_messages_are_quarantined_with_their_reason(spark, value, error):
+    rows, (bad,) = landed(spark, SALES_TRANSACTIONS, value)
+    assert rows == []
+    assert bad.error == error
+    assert bad.raw_value == (value.decode() if isinstance(value, bytes) else value)
+
+
+def test_events_land_and_bad_ones_around_them_are_quarantined(spark):
+    values = [json.dumps(CLICK), "[1, 2]", json.dumps({k: v for k, v in CLICK.items() if k != "event_id"}),
+              json.dumps(dict(CLICK, event_id="e-2", event_ts="not-a-ts")),
+              json.dumps(dict(CLICK, event_id="e-3"))]
+    rows, bad = landed(spark, WEB_CLICKSTREAMS, *values)
+    assert [r.event_id for r in rows] == ["e-1", "e-3"]
+    assert rows[0].event_ts == datetime(2026, 6, 1, 10, 0, 0, 500000) and rows[0].dt == "2026-06-01"
+    assert [(b._kafka_offset, b.error) for b in bad] == [
+        (1, "not a JSON object"), (2, "missing key field event_id"),
+        (3, "wrong type for event_ts (timestamp): 'not-a-ts'")]
+
+
+def test_inventory_update_needs_its_ordering_field(spark):
+    rows, bad = landed(spark, INVENTORY_UPDATES, json.dumps(STOCK),
+                       json.dumps(dict(STOCK, update_ts=None)))
+    assert rows[0].quantity_on_hand == 40 and rows[0].dt == "2026-06-01"
+    assert [b.error for b in bad] == ["missing field update_ts"]
