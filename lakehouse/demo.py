@@ -1,6 +1,7 @@
 """`make up` / `make down`: the services plus the processes of the running demo.
 
-The demo's long-running workers (today the workload simulator) run in the background under
+The demo's long-running workers (the workload simulator and the continuous Bronze streams;
+the Spark UI of the latter is on http://localhost:4040) run in the background under
 the same supervision as the native services: pid files in `.lake/run`, logs in
 `.lake/logs`, stopped by `make down`.
 """
@@ -17,6 +18,7 @@ from lakehouse.settings import Settings
 
 WORKERS = {
     "simulator": ["simulate", "--duration", "0", "--rate", "5", "--event-rate", "20"],
+    "bronze": ["bronze", "--continuous"],
 }
 
 
