@@ -84,14 +84,14 @@ def hudi_options(table: Table, settings: Settings) -> dict[str, str]:
         "hoodie.table.ordering.fields": ",".join(table.ordering),
         "hoodie.write.record.merge.mode": "EVENT_TIME_ORDERING",
         "hoodie.index.type": "RECORD_INDEX",
-        "hoodie.metadata.record.index.enable": "true",
+        "hoodie.metadata.global.record.level.index.enable": "true",
         "hoodie.record.index.update.partition.path": "true",
         "hoodie.table.timeline.timezone": "UTC",
         # The record index is the only metadata index the jobs use; column and partition
         # statistics would be rewritten on every small commit for no reader.
         "hoodie.metadata.index.column.stats.enable": "false",
         "hoodie.metadata.index.partition.stats.enable": "false",
-        "hoodie.cleaner.commits.retained": str(settings.commits_retained),
+        "hoodie.clean.commits.retained": str(settings.commits_retained),
         "hoodie.keep.min.commits": str(settings.commits_retained + 10),
         "hoodie.keep.max.commits": str(settings.commits_retained + 20),
         "hoodie.metadata.record.index.min.filegroup.count": "1",

@@ -12,7 +12,8 @@ def settings(tmp_path_factory):
     warehouse = tmp_path_factory.mktemp("warehouse")
     return dataclasses.replace(settings_module.load(), warehouse=str(warehouse),
                                checkpoints=str(warehouse / "_checkpoints"),
-                               shuffle_partitions=2, spark_ui=False)
+                               shuffle_partitions=2, spark_ui=False,
+                               compact_every_delta_commits=3)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,49 @@
+"""Every table declaration loads, and what is derived from it is consistent."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from bronze.tables import BRONZE_TABLES, SALES_TRANSACTIONS, bronze_table
+from ingestion.topics import source_topics
+from lakehouse.catalog import declared_tables
+from lakehouse.tables import hudi_options
+
+
+def test_every_source_topic_lands_in_exactly_one_bronze_table():
+    assert sorted(t.topic for t in BRONZE_TABLES) == sorted(source_topics())
+
+
+def test_table_names_are_unique_and_follow_the_catalog_convention():
+    names = [t.name for t in declared_tables()]
+    assert len(names) == len(set(names))
+    assert all(t.name.startswith("hudi_") and t.name.endswith(("_bronze", "_bronze_quarantine"))
+               for t in declared_tables())
+
+
+def test_hudi_options_follow_the_declaration(settings):
+    options = hudi_options(SALES_TRANSACTIONS, settings)
+    assert options["hoodie.datasource.write.recordkey.field"] == "order_id,line_item_id"
+    assert options["hoodie.datasource.write.keygenerator.type"] == "COMPLEX"
+    assert options["hoodie.datasource.write.partitionpath.field"] == "dt"
+    assert options["hoodie.table.ordering.fields"] == "_source_lsn"
+    assert options["hoodie.table.cdc.enabled"] == "true"
+    assert options["hoodie.compact.inline"] == "true"
+    quarantine = hudi_options(SALES_TRANSACTIONS.quarantine, settings)
+    assert quarantine["hoodie.datasource.write.table.type"] == "COPY_ON_WRITE"
+    assert "hoodie.table.cdc.enabled" not in quarantine
+
+
+def test_a_declaration_with_an_unknown_key_fails_with_a_clear_message():
+    with pytest.raises(ValueError, match=r"record key \['sale_id'\] not among its columns"):
+        dataclasses.replace(SALES_TRANSACTIONS, record_key=("sale_id",))
+    with pytest.raises(ValueError, match="envelope must be 'debezium' or 'json'"):
+        dataclasses.replace(SALES_TRANSACTIONS, envelope="avro")
+
+
+def test_tables_are_found_by_name_or_topic():
+    assert bronze_table(SALES_TRANSACTIONS.topic) is SALES_TRANSACTIONS
+    with pytest.raises(KeyError, match="no Bronze table 'nope'"):
+        bronze_table("nope")
