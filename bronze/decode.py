@@ -1,7 +1,7 @@
 """Kafka messages -> Bronze rows, and the messages that cannot be decoded -> quarantine.
 
 Pure functions of DataFrames: no I/O, no checkpoints. Every message ends in exactly one of
-the two outputs. Values are parsed with every field as a string and then cast column by
+the two outputs of `split`. Values are parsed with every field as a string and then cast column by
 column, so that one field of the wrong type is reported by name instead of nulling the
 whole record.
 
@@ -18,6 +18,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from bronze.tables import DEBEZIUM, BronzeTable
 
 CDC_OPS = ("c", "r", "u", "d")
+CORRUPT_RECORD = "_corrupt_record"
 QUARANTINE_COLUMNS = ("_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_ts",
                       "raw_key", "raw_value", "error", "_quarantined_at")
 
@@ -50,9 +51,19 @@ def _field_checks(image: Column, table: BronzeTable) -> list[tuple[Column, Colum
     return checks
 
 
-def _not_an_object(raw_value: Column) -> Column:
-    # from_json turns malformed input into a struct of nulls, not null: ask JSON itself.
-    return F.json_object_keys(raw_value).isNull()
+def _parse(raw_value: Column, fields: list[StructField]) -> Column:
+    """from_json that keeps input which is not a JSON object in `_corrupt_record` (by
+    default it would become a struct of nulls, indistinguishable from `{}`)."""
+    schema = StructType([*fields, StructField(CORRUPT_RECORD, StringType())])
+    return F.from_json(raw_value, schema, {"columnNameOfCorruptRecord": CORRUPT_RECORD})
+
+
+def _not_an_object(parsed: Column) -> Column:
+    return parsed.isNull() | parsed[CORRUPT_RECORD].isNotNull()
+
+
+KAFKA_COLUMNS = ("raw_key", "raw_value", "_kafka_topic", "_kafka_partition", "_kafka_offset",
+                 "_kafka_ts")
 
 
 def _kafka_columns(raw: DataFrame) -> DataFrame:
@@ -68,17 +79,17 @@ def _kafka_columns(raw: DataFrame) -> DataFrame:
 
 def _debezium(messages: DataFrame, table: BronzeTable) -> DataFrame:
     image_type = _as_strings(table.columns)
-    envelope = StructType([
+    envelope = [
         StructField("before", image_type), StructField("after", image_type),
         StructField("op", StringType()), StructField("source", _as_strings(["lsn", "ts_ms"])),
-    ])
-    parsed = messages.withColumn("_m", F.from_json("raw_value", envelope))
+    ]
+    parsed = messages.withColumn("_m", _parse(F.col("raw_value"), envelope))
     op = F.col("_m.op")
     # A delete carries the old row (REPLICA IDENTITY FULL); every other op the new one.
     image = F.when(op == "d", F.col("_m.before")).otherwise(F.col("_m.after"))
     parsed = parsed.withColumn("_image", image)
     checks = [
-        (_not_an_object(F.col("raw_value")), F.lit("not a JSON object")),
+        (_not_an_object(F.col("_m")), F.lit("not a JSON object")),
         (op.isNull(), F.lit("missing field op")),
         (~op.isin(*CDC_OPS), F.concat(F.lit("unknown op '"), op, F.lit("'"))),
         (F.col("_m.source.lsn").cast("long").isNull(), F.lit("missing or non-numeric source.lsn")),
@@ -88,7 +99,7 @@ def _debezium(messages: DataFrame, table: BronzeTable) -> DataFrame:
         *_field_checks(F.col("_image"), table),
     ]
     return parsed.select(
-        "*",
+        *KAFKA_COLUMNS, "_image",
         _first_error(checks).alias("error"),
         op.alias("_op"),
         F.col("_m.source.lsn").cast("long").alias("_source_lsn"),
@@ -98,30 +109,48 @@ def _debezium(messages: DataFrame, table: BronzeTable) -> DataFrame:
 
 
 def _json_event(messages: DataFrame, table: BronzeTable) -> DataFrame:
-    parsed = messages.withColumn("_image", F.from_json("raw_value", _as_strings(table.columns)))
-    checks = [(_not_an_object(F.col("raw_value")), F.lit("not a JSON object")),
+    parsed = messages.withColumn("_image",
+                                 _parse(F.col("raw_value"), _as_strings(table.columns).fields))
+    checks = [(_not_an_object(F.col("_image")), F.lit("not a JSON object")),
               *_field_checks(F.col("_image"), table),
               *[(F.col("_image")[name].isNull(), F.lit(f"missing field {name}"))
                 for name in table.ordering if name in table.columns]]
-    return parsed.select("*", _first_error(checks).alias("error"),
+    return parsed.select(*KAFKA_COLUMNS, "_image", _first_error(checks).alias("error"),
                          F.lit(False).alias("_hoodie_is_deleted"))
 
 
-def decode(raw: DataFrame, table: BronzeTable) -> tuple[DataFrame, DataFrame]:
-    """Splits raw Kafka records (key, value, topic, partition, offset, timestamp) of
-    `table`'s topic into (Bronze rows, quarantined messages)."""
+def classify(raw: DataFrame, table: BronzeTable) -> DataFrame:
+    """Raw Kafka records (key, value, topic, partition, offset, timestamp) of `table`'s topic,
+    each decoded into the table's typed columns and lineage, with its `error` (null when it
+    decodes). Flat columns only: it is cached per batch, and Spark caches nested structs
+    far more slowly than flat columns."""
     messages = _kafka_columns(raw)
     decoded = (_debezium if table.envelope == DEBEZIUM else _json_event)(messages, table)
-    now = F.current_timestamp()
     columns = [_typed(F.col("_image")[name], spark_type).alias(name)
                for name, spark_type in table.columns.items()]
     if table.partitioning and table.partitioning.from_ts:
         columns.append(F.date_format(F.col("_image")[table.partitioning.from_ts].cast("timestamp"),
                                      "yyyy-MM-dd").alias(table.partitioning.column))
+    # The raw message is only kept for quarantine; for good rows it would be dead weight.
+    failed = F.col("error").isNotNull()
+    raw_columns = [F.when(failed, F.col(name)).alias(name) for name in ("raw_key", "raw_value")]
+    kept = [name for name in decoded.columns if name not in ("_image", "raw_key", "raw_value")]
+    return decoded.select(*raw_columns, *kept, *columns)
+
+
+def split(classified: DataFrame, table: BronzeTable) -> tuple[DataFrame, DataFrame]:
+    """(Bronze rows, quarantined messages) of a `classify` result.
+
+    Callers that use both halves should cache `classified` first: filtering on `error`
+    otherwise makes Spark push the filter below the parse and repeat the JSON parsing for
+    every field the checks read.
+    """
+    now = F.current_timestamp()
+    columns = [*table.columns, *([table.partitioning.column] if table.partitioning else [])]
     lineage = ["_op", "_source_lsn", "_source_ts"] if table.envelope == DEBEZIUM else []
-    rows = decoded.where(F.col("error").isNull()).select(
-        *columns, *lineage, now.alias("_ingested_at"), "_kafka_topic", "_kafka_partition",
-        "_kafka_offset", "_hoodie_is_deleted")
-    quarantined = decoded.where(F.col("error").isNotNull()).select(
+    rows = classified.where(F.col("error").isNull()).select(
+        *dict.fromkeys(columns), *lineage, now.alias("_ingested_at"), "_kafka_topic",
+        "_kafka_partition", "_kafka_offset", "_hoodie_is_deleted")
+    quarantined = classified.where(F.col("error").isNotNull()).select(
         *QUARANTINE_COLUMNS[:-1], now.alias("_quarantined_at"))
     return rows, quarantined

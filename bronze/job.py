@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryException
 
-from bronze.decode import decode
+from bronze.decode import classify, split
 from bronze.tables import BRONZE_TABLES, BronzeTable
 from lakehouse.tables import hudi_options
 from lakehouse.settings import Settings
@@ -60,12 +60,14 @@ def write_upserts(frame: DataFrame, table, settings: Settings) -> None:
 
 def land_batch(raw: DataFrame, table: BronzeTable, settings: Settings) -> tuple[int, int, int]:
     """Decodes one batch of Kafka records and upserts it; returns (messages, rows, quarantined)."""
-    raw = raw.persist()
+    # Parsed once and cached: the counts and both writes read it, and Hudi's upsert reads
+    # its input more than once.
+    classified = classify(raw, table).persist()
     try:
-        messages = raw.count()
+        messages = classified.count()
         if messages == 0:
             return 0, 0, 0
-        rows, quarantined = decode(raw, table)
+        rows, quarantined = split(classified, table)
         row_count, bad_count = rows.count(), quarantined.count()
         if row_count:
             write_upserts(rows, table, settings)
@@ -73,7 +75,7 @@ def land_batch(raw: DataFrame, table: BronzeTable, settings: Settings) -> tuple[
             write_upserts(quarantined, table.quarantine, settings)
         return messages, row_count, bad_count
     finally:
-        raw.unpersist()
+        classified.unpersist()
 
 
 class BronzeJob:

@@ -63,9 +63,15 @@ def money(rng: random.Random, low: Decimal, high: Decimal) -> Decimal:
     return (low + (high - low) * Decimal(rng.random())).quantize(CENT)
 
 
-def history_ts(rng: random.Random) -> datetime:
-    """A microsecond-precise UTC instant in the seeded history window."""
-    micros = rng.randrange(SEED_HISTORY_DAYS * 86_400 * 1_000_000)
+def history_ts(rng: random.Random, position: float | None = None) -> datetime:
+    """A microsecond-precise UTC instant in the seeded history window: anywhere in it, or
+    `position` (0..1) of the way through it, give or take an hour (so that order ids grow
+    with time, as in a real order sequence)."""
+    window = SEED_HISTORY_DAYS * 86_400 * 1_000_000
+    if position is None:
+        micros = rng.randrange(window)
+    else:
+        micros = min(window - 1, int((1 - position) * window) + rng.randrange(3_600_000_000))
     return SEED_HISTORY_END - timedelta(microseconds=micros)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import random
+from datetime import datetime
 from decimal import Decimal
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,20 +51,27 @@ def products(seed: int, size: SeedSize) -> Iterator[dict]:
         yield generators.product(rng, product_id, generators.history_ts(rng))
 
 
-def sales(seed: int, size: SeedSize, prices: list[tuple[int, Decimal]]) -> Iterator[dict]:
-    """Orders of 1-4 lines until `size.sales_lines` lines exist."""
+def sales(seed: int, size: SeedSize, prices: list[tuple[int, Decimal]],
+          first_order_id: int = 1, placed_at: datetime | None = None) -> Iterator[dict]:
+    """Orders of 1-4 lines (2.5 on average) until `size.sales_lines` lines exist: spread over
+    the seeded history in order-id order, or all placed at `placed_at` (a burst of new
+    orders, for benchmarks)."""
     rng = random.Random(f"{seed}:sales")
-    emitted, order_id = 0, 0
-    while emitted < size.sales_lines:
-        order_id += 1
+    expected_orders = max(1, size.sales_lines * 2 // 5)
+    emitted = 0
+    for order_id in itertools.count(first_order_id):
+        if emitted >= size.sales_lines:
+            return
+        position = min(1.0, (order_id - first_order_id) / expected_orders)
+        status = "pending" if placed_at else generators.seeded_status(rng)
         lines = generators.order_lines(rng, order_id, rng.randint(1, size.customers), prices,
-                                       generators.history_ts(rng), generators.seeded_status(rng))
+                                       placed_at or generators.history_ts(rng, position), status)
         for line in lines[: size.sales_lines - emitted]:
             emitted += 1
             yield line
 
 
-def _copy(conn, table: str, rows: Iterator[dict]) -> int:
+def copy_rows(conn, table: str, rows: Iterator[dict]) -> int:
     columns = COLUMNS[table]
     count = 0
     with conn.cursor().copy(f"COPY retail.{table} ({', '.join(columns)}) FROM STDIN") as copy:
@@ -84,8 +93,8 @@ def seed(settings: Settings, size: SeedSize, seed_value: int = 42) -> dict[str, 
         catalog = list(products(seed_value, size))
         prices = [(p["product_id"], p["unit_price"]) for p in catalog]
         counts = {
-            "customer_master": _copy(conn, "customer_master", customers(seed_value, size)),
-            "product_catalog": _copy(conn, "product_catalog", iter(catalog)),
-            "sales_transactions": _copy(conn, "sales_transactions", sales(seed_value, size, prices)),
+            "customer_master": copy_rows(conn, "customer_master", customers(seed_value, size)),
+            "product_catalog": copy_rows(conn, "product_catalog", iter(catalog)),
+            "sales_transactions": copy_rows(conn, "sales_transactions", sales(seed_value, size, prices)),
         }
     return counts

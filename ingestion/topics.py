@@ -7,6 +7,7 @@ a consumer (Bronze, the tests) can subscribe before any change has been made.
 
 from __future__ import annotations
 
+from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import TopicAlreadyExistsError
 
@@ -44,3 +45,13 @@ def create_source_topics(settings: Settings) -> list[str]:
         return created
     finally:
         admin.close()
+
+
+def messages_in(settings: Settings, topic: str) -> int:
+    """The sum of the topic's end offsets: how many messages it has ever received."""
+    consumer = KafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, enable_auto_commit=False)
+    try:
+        partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
+        return sum(consumer.end_offsets(partitions).values())
+    finally:
+        consumer.close()

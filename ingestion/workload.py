@@ -20,6 +20,9 @@ from ingestion.seed import COLUMNS
 from lakehouse.settings import ConfigurationError
 
 
+RECENT_ORDERS = 300
+
+
 @dataclass
 class KeySpace:
     """Id ranges of the live tables, and sales keys deleted (to re-insert later)."""
@@ -70,8 +73,14 @@ def new_order(conn, rng, keys, now):
     return "new_order"
 
 
+def recent_order(rng: random.Random, keys: KeySpace) -> int:
+    """Mostly one of the last few hundred orders, now and then an old one: orders are
+    shipped, completed, returned or cancelled in the days after they are placed."""
+    return max(1, keys.max_order_id - int(rng.expovariate(1 / RECENT_ORDERS)))
+
+
 def status_change(conn, rng, keys, now):
-    order_id = rng.randint(1, keys.max_order_id)
+    order_id = recent_order(rng, keys)
     status = rng.choices(generators.ORDER_STATUSES, weights=[5, 70, 15, 10])[0]
     conn.execute("UPDATE retail.sales_transactions SET status = %s, updated_ts = %s"
                  " WHERE order_id = %s", (status, now, order_id))
@@ -108,7 +117,7 @@ def delete_line(conn, rng, keys, now):
         f"DELETE FROM retail.sales_transactions WHERE (order_id, line_item_id) = ("
         f" SELECT order_id, line_item_id FROM retail.sales_transactions WHERE order_id = %s"
         f" ORDER BY line_item_id LIMIT 1) RETURNING {', '.join(COLUMNS['sales_transactions'])}",
-        (rng.randint(1, keys.max_order_id),)).fetchone()
+        (recent_order(rng, keys),)).fetchone()
     if row is None:
         return "skipped"
     keys.deleted_lines.append(dict(zip(COLUMNS["sales_transactions"], row)))

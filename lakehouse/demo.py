@@ -22,7 +22,7 @@ WORKERS = {
 }
 
 
-def _worker(settings: Settings, name: str) -> BackgroundProcess:
+def worker(settings: Settings, name: str) -> BackgroundProcess:
     return BackgroundProcess(name, settings.state_dir / "run", settings.state_dir / "logs")
 
 
@@ -32,10 +32,10 @@ def up(settings: Settings, mode: str = "auto", report=print) -> None:
     counts = seed(settings, SeedSize.for_lines(10_000))
     report("seed: tables already hold data" if counts is None else f"seed: {counts}")
     for name, arguments in WORKERS.items():
-        worker = _worker(settings, name)
-        if not worker.running():
-            worker.start([sys.executable, "-m", "lakehouse.cli", *arguments])
-        report(f"{name:<9} running (log {worker.log})")
+        process = worker(settings, name)
+        if not process.running():
+            process.start([sys.executable, "-m", "lakehouse.cli", *arguments])
+        report(f"{name:<9} running (log {process.log})")
     report(f"demo up ({mode} mode) in {time.monotonic() - began:.1f} s")
     for s in stack.status(settings):
         report(f"  {s.name:<9} {'healthy' if s.healthy else 'DOWN':<8} {s.address} {s.detail}")
@@ -43,6 +43,6 @@ def up(settings: Settings, mode: str = "auto", report=print) -> None:
 
 def down(settings: Settings, report=print) -> None:
     for name in WORKERS:
-        _worker(settings, name).stop()
+        worker(settings, name).stop()
         report(f"{name:<9} stopped")
     stack.stop(settings, report)

@@ -47,6 +47,8 @@ def session_config(settings: Settings) -> dict[str, str]:
         "spark.sql.warehouse.dir": str(settings.state_dir / "spark-warehouse"),
         "spark.driver.memory": settings.driver_memory,
         "spark.ui.enabled": str(settings.spark_ui).lower(),
+        # Progress bars are for terminals; jobs log to files and test output.
+        "spark.ui.showConsoleProgress": "false",
         # Spark's own Derby metastore is not used: the catalog is rebuilt from the table
         # declarations in each session (lakehouse/catalog.py).
         "spark.sql.catalogImplementation": "in-memory",

@@ -57,6 +57,16 @@ def _key_generator(table: Table) -> str:
     return "COMPLEX" if len(table.record_key) > 1 else "SIMPLE"
 
 
+def _parallelism(tasks: int) -> dict[str, str]:
+    """Hudi sizes many steps of a commit by fixed defaults of 60 to 200 tasks, made for
+    clusters; on a small machine each mostly-empty task costs more than its work, so every
+    step gets the same task count as Spark's shuffles."""
+    keys = ("upsert.shuffle", "insert.shuffle", "delete.shuffle", "global.index.reconcile",
+            "file.listing", "finalize.write", "clean", "rollback", "markers.delete",
+            "archive.delete")
+    return {f"hoodie.{key}.parallelism": str(tasks) for key in keys}
+
+
 def hudi_options(table: Table, settings: Settings) -> dict[str, str]:
     """Hudi write options for an upsert into `table`.
 
@@ -98,9 +108,7 @@ def hudi_options(table: Table, settings: Settings) -> dict[str, str]:
         "hoodie.metadata.record.index.max.filegroup.count": "4",
         "hoodie.embed.timeline.server": "false",
         "hoodie.write.markers.type": "DIRECT",
-        # Small tables on a small machine: few, reasonably sized files per write.
-        "hoodie.upsert.shuffle.parallelism": str(settings.shuffle_partitions),
-        "hoodie.insert.shuffle.parallelism": str(settings.shuffle_partitions),
+        **_parallelism(settings.shuffle_partitions),
     }
     if table.table_type == "MERGE_ON_READ":
         options |= {

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from bronze.decode import decode
+from bronze.decode import classify, split
 from bronze.tables import (CUSTOMER_MASTER, INVENTORY_UPDATES, PRODUCT_CATALOG,
                            SALES_TRANSACTIONS, WEB_CLICKSTREAMS)
 
@@ -44,7 +44,7 @@ def kafka(spark, topic, *values):
 
 
 def landed(spark, table, *values):
-    rows, quarantined = decode(kafka(spark, table.topic, *values), table)
+    rows, quarantined = split(classify(kafka(spark, table.topic, *values), table), table)
     return rows.collect(), quarantined.collect()
 
 

@@ -1,0 +1,112 @@
+"""`make bench`: measures the pipeline on this machine and writes benchmarks/results/.
+
+Runs against the real services (started natively if none answer, stopped again afterwards)
+with a warehouse of its own under .lake/bench. The demo's workers must not run meanwhile:
+they would compete for the same cores and write to the same source tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyspark
+
+from benchmarks import bronze
+from infra import stack
+from ingestion.seed import SeedSize, seed
+from lakehouse import demo, spark
+from lakehouse import settings as settings_module
+from lakehouse.settings import read_versions
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict:
+    memory_kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                      if line.startswith("MemTotal:"))
+    versions = read_versions()
+    return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "cores": os.cpu_count(),
+            "memory_gib": round(memory_kib / 2**20), "pyspark": pyspark.__version__,
+            "hudi": versions["HUDI_VERSION"], "kafka": versions["KAFKA_VERSION"],
+            "debezium": versions["DEBEZIUM_VERSION"]}
+
+
+def bronze_markdown(results: dict) -> str:
+    throughput, latency = results["throughput"], results["latency"]
+    lines = [f"# Bronze ingestion benchmark ({results['machine']['date']})", "",
+             "Machine and versions: " + ", ".join(f"{k} {v}" for k, v in results["machine"].items()
+                                                  if k != "date"), "",
+             "| bulk change (one transaction) | events | capture s | capture events/s "
+             "| landing s | landing events/s |", "|---|---:|---:|---:|---:|---:|"]
+    for p in throughput["phases"]:
+        lines.append(f"| {p['phase']} | {p['events']:,} | {p['capture_seconds']} "
+                     f"| {p['capture_events_per_second']:,} | {p['landing_seconds']} "
+                     f"| {p['landing_events_per_second']:,} |")
+    lines += ["", f"Sustained Postgres -> Bronze: **{throughput['sustained_events_per_second']:,} "
+                  f"events/s** (capture {throughput['capture_events_per_second']:,}/s, landing "
+                  f"{throughput['landing_events_per_second']:,}/s; the slower half bounds it).", "",
+              f"Latency, commit in Postgres -> readable in Bronze, continuous mode with a "
+              f"{latency['trigger_seconds']} s trigger, {latency['duration_seconds']:.0f} s of "
+              f"live workload ({latency['transactions_per_second']} transactions/s, "
+              f"{latency['events_per_second']} events/s):", "",
+              "| table | rows | p50 s | p95 s | max s | median wait for batch s "
+              "| median batch write s |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, t in [("all", latency["all"]), *latency["tables"].items()]:
+        if t["rows"]:
+            lines.append(f"| {name} | {t['rows']:,} | {t['p50_seconds']} | {t['p95_seconds']} "
+                         f"| {t['max_seconds']} | {t['median_wait_seconds']} "
+                         f"| {t['median_write_seconds']} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--seed-lines", type=int, default=100_000,
+                        help="sales lines to seed when the source tables are empty")
+    parser.add_argument("--changes", type=int, default=200_000,
+                        help="rows of each bulk change in the throughput run")
+    parser.add_argument("--duration", type=float, default=180, help="seconds of live workload")
+    parser.add_argument("--rate", type=float, default=50, help="Postgres transactions/s")
+    parser.add_argument("--event-rate", type=float, default=200, help="Kafka events/s")
+    parser.add_argument("--trigger-seconds", type=int, default=10)
+    args = parser.parse_args(argv)
+
+    settings = settings_module.load()
+    busy = [name for name in demo.WORKERS if demo.worker(settings, name).running()]
+    if busy:
+        print(f"the demo's {', '.join(busy)} workers are running: stop them with `make down` "
+              f"first (they compete for the cores and write to the source tables)", file=sys.stderr)
+        return 1
+    started_services = not all(s.healthy for s in stack.status(settings))
+    if started_services:
+        stack.start(settings, "native")
+    try:
+        counts = seed(settings, SeedSize.for_lines(args.seed_lines))
+        if counts:
+            print(f"seeded {counts}")
+        bench = bronze.bench_settings(settings)
+        shutil.rmtree(settings.state_dir / "bench", ignore_errors=True)
+        session = spark.session(bench, "bench")
+        results = {"machine": machine(),
+                   "throughput": bronze.throughput(session, bench, args.changes),
+                   "latency": bronze.latency(session, bench, args.trigger_seconds, args.duration,
+                                             args.rate, args.event_rate)}
+        session.stop()
+    finally:
+        if started_services:
+            stack.stop(settings)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "bronze.json").write_text(json.dumps(results, indent=2) + "\n")
+    (RESULTS / "bronze.md").write_text(bronze_markdown(results))
+    print(bronze_markdown(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
