@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryException
 
 from bronze.decode import classify, split
@@ -64,11 +65,12 @@ def land_batch(raw: DataFrame, table: BronzeTable, settings: Settings) -> tuple[
     # its input more than once.
     classified = classify(raw, table).persist()
     try:
-        messages = classified.count()
+        messages, bad_count = classified.agg(
+            F.count("*"), F.count_if(F.col("error").isNotNull())).first()
         if messages == 0:
             return 0, 0, 0
+        row_count = messages - bad_count
         rows, quarantined = split(classified, table)
-        row_count, bad_count = rows.count(), quarantined.count()
         if row_count:
             write_upserts(rows, table, settings)
         if bad_count:
