@@ -11,16 +11,32 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from lakehouse.settings import Settings
-from lakehouse.tables import LAYERS, Table
+from lakehouse.tables import LAYERS, DerivedTable, Table
+
+
+def derived_tables() -> list[DerivedTable]:
+    """Every Silver and Gold table, each after the tables it reads."""
+    from gold.tables import GOLD_TABLES
+    from silver.tables import SILVER_TABLES
+
+    pending, ordered = list(SILVER_TABLES + GOLD_TABLES), []
+    while pending:
+        ready = [t for t in pending
+                 if all(i.table in ordered or not isinstance(i.table, DerivedTable) for i in t.inputs)]
+        if not ready:
+            raise ValueError(f"tables {[t.name for t in pending]} read each other in a cycle")
+        ordered += ready
+        pending = [t for t in pending if t not in ready]
+    return ordered
 
 
 def declared_tables() -> list[Table]:
     from bronze.tables import BRONZE_TABLES
 
-    return [t for bronze in BRONZE_TABLES for t in (bronze, bronze.quarantine)]
+    return [t for bronze in BRONZE_TABLES for t in (bronze, bronze.quarantine)] + derived_tables()
 
 
-def _exists(spark: SparkSession, path: str) -> bool:
+def exists(spark: SparkSession, path: str) -> bool:
     jvm = spark.sparkContext._jvm
     hadoop_path = jvm.org.apache.hadoop.fs.Path(f"{path}/.hoodie/hoodie.properties")
     return hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path)
@@ -33,7 +49,7 @@ def register(spark: SparkSession, settings: Settings, tables: list[Table] | None
     registered = []
     for table in tables if tables is not None else declared_tables():
         path = table.path(settings)
-        if _exists(spark, path):
+        if exists(spark, path):
             spark.sql(f"CREATE TABLE IF NOT EXISTS {table.qualified_name} USING hudi "
                       f"LOCATION '{path}'")
             registered.append(table.qualified_name)

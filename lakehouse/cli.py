@@ -138,9 +138,30 @@ def _bronze(args, settings):
     return 0
 
 
+def _derived(args, settings, layer: str) -> int:
+    from lakehouse.catalog import derived_tables
+    from lakehouse.incremental import Runner
+    from lakehouse.locks import exclusive_writer
+
+    tables = [t for t in derived_tables() if t.layer == layer]
+    unknown = set(args.table or ()) - {t.name for t in tables}
+    if unknown:
+        raise ConfigurationError(f"no {layer} table {', '.join(sorted(unknown))}; known: "
+                                 f"{', '.join(t.name for t in tables)}")
+    with exclusive_writer(settings, layer):
+        runner = Runner(_spark(settings, layer), settings)
+        for table in tables:
+            if not args.table or table.name in args.table:
+                print(runner.run(table, args.full_refresh).line(), flush=True)
+    return 0
+
+
 def _run(args, settings):
     args.continuous, args.table = False, None
-    return _bronze(args, settings)
+    _bronze(args, settings)
+    for layer in ("silver", "gold"):
+        _derived(args, settings, layer)
+    return 0
 
 
 def _sql(args, settings):
@@ -189,8 +210,18 @@ def parser() -> argparse.ArgumentParser:
                         help="micro-batch interval with --continuous (default BRONZE_TRIGGER_SECONDS)")
     bronze.add_argument("--table", action="append", help="only this table (repeatable)")
     bronze.set_defaults(handler=_bronze)
-    commands.add_parser("run", help="one idempotent pass through every layer").set_defaults(
-        handler=_run)
+    for layer in ("silver", "gold"):
+        derived = commands.add_parser(layer, help=f"bring the {layer} tables up to date with "
+                                                  f"their inputs' changes")
+        derived.add_argument("--table", action="append", help="only this table (repeatable)")
+        derived.add_argument("--full-refresh", action="store_true",
+                             help="recompute from whole input snapshots instead of changes")
+        derived.set_defaults(handler=lambda args, settings, layer=layer: _derived(args, settings, layer))
+    run = commands.add_parser("run", help="one idempotent pass through every layer: Bronze "
+                                          "drain, then Silver, then Gold")
+    run.add_argument("--full-refresh", action="store_true",
+                     help="rebuild Silver and Gold from whole snapshots")
+    run.set_defaults(handler=_run)
     sql = commands.add_parser("sql", help="run a Spark SQL query over the catalog and print it")
     sql.add_argument("query")
     sql.add_argument("--limit", type=int, default=50, help="rows to print")

@@ -8,6 +8,7 @@ retypes an options dict.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from lakehouse.settings import Settings
 
@@ -33,6 +34,10 @@ class Table:
     partitioning: Partitioning | None = None
     change_log: bool = False
     description: str = ""
+    # Bronze keeps the change with the highest ordering value whatever order changes arrive
+    # in. Silver and Gold rows are recomputed from their inputs on every change, so the
+    # latest write is the truth even when a value (say, a group's newest timestamp) shrinks.
+    merge_mode: str = "EVENT_TIME_ORDERING"
 
     def __post_init__(self):
         if self.layer not in LAYERS:
@@ -49,6 +54,56 @@ class Table:
 
     def path(self, settings: Settings) -> str:
         return f"{settings.warehouse.rstrip('/')}/{self.layer}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Input:
+    """One input of a derived table: the upstream table, the view name its transform reads it
+    by, and how a change to one of its rows picks the output rows to recompute.
+
+    `affects` is a SELECT over the view `changed` (the before- and after-image of every
+    changed input row) and the input views, returning output key columns. Without it the
+    changed rows' own values of the output key columns are the affected keys, which fits
+    any input that carries the output's key: a sales line for its order row, a line's old
+    and new (date, category, region) for a daily aggregate.
+    """
+
+    table: Table
+    alias: str
+    affects: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class DerivedTable(Table):
+    """A Silver or Gold table: COPY_ON_WRITE, recomputed from `inputs` by `transform`, the
+    name of a SQL file beside the declaration (`<layer>/transforms/<transform>.sql`) that
+    reads each input by its alias and returns one row per record key."""
+
+    inputs: tuple[Input, ...]
+    transform: str
+    table_type: str = "COPY_ON_WRITE"
+    merge_mode: str = "COMMIT_TIME_ORDERING"
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not self.inputs:
+            raise ValueError(f"table {self.name}: a derived table needs at least one input")
+        aliases = [i.alias for i in self.inputs]
+        if len(set(aliases)) != len(aliases):
+            raise ValueError(f"table {self.name}: input aliases {aliases} must be distinct")
+        unreadable = [i.table.name for i in self.inputs if not i.table.change_log]
+        if unreadable:
+            raise ValueError(f"table {self.name}: inputs {unreadable} need change_log=True, "
+                             f"their change log is what incremental runs read")
+        if not self.transform_path.is_file():
+            raise ValueError(f"table {self.name}: transform {self.transform_path} does not exist")
+
+    @property
+    def transform_path(self) -> Path:
+        return Path(__file__).resolve().parent.parent / self.layer / "transforms" / f"{self.transform}.sql"
+
+    def transform_sql(self) -> str:
+        return self.transform_path.read_text()
 
 
 def _key_generator(table: Table) -> str:
@@ -91,8 +146,7 @@ def hudi_options(table: Table, settings: Settings) -> dict[str, str]:
             table.partitioning.column if table.partitioning else "",
         "hoodie.datasource.write.keygenerator.type": _key_generator(table),
         "hoodie.datasource.write.hive_style_partitioning": "true",
-        "hoodie.table.ordering.fields": ",".join(table.ordering),
-        "hoodie.write.record.merge.mode": "EVENT_TIME_ORDERING",
+        "hoodie.write.record.merge.mode": table.merge_mode,
         "hoodie.index.type": "RECORD_INDEX",
         "hoodie.metadata.global.record.level.index.enable": "true",
         "hoodie.record.index.update.partition.path": "true",
@@ -110,6 +164,8 @@ def hudi_options(table: Table, settings: Settings) -> dict[str, str]:
         "hoodie.write.markers.type": "DIRECT",
         **_parallelism(settings.shuffle_partitions),
     }
+    if table.merge_mode == "EVENT_TIME_ORDERING":
+        options["hoodie.table.ordering.fields"] = ",".join(table.ordering)
     if table.table_type == "MERGE_ON_READ":
         options |= {
             "hoodie.compact.inline": "true",

@@ -1,0 +1,41 @@
+"""The Gold tables: one declaration each, plus its transform in gold/transforms/.
+
+Business aggregates for analysts, COPY_ON_WRITE, recomputed incrementally from Silver by
+lakehouse/incremental.py.
+"""
+
+from __future__ import annotations
+
+from lakehouse.tables import DerivedTable, Input, Partitioning
+from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
+
+DAILY_SALES = DerivedTable(
+    name="hudi_daily_sales_gold",
+    layer="gold",
+    description="Grain: order_date x product_category x customer region, over completed "
+                "lines: total_sales_amount = sum(line_total), total_orders = distinct "
+                "orders, units_sold, line_count, aggregation_ts = newest input change. A "
+                "group without completed lines does not exist.",
+    record_key=("order_date", "product_category", "region"),
+    ordering=("aggregation_ts",),
+    partitioning=Partitioning("order_month"),
+    # A changed line's old and new (date, category, region) are both affected: its
+    # before-image names the group it leaves, its after-image the one it joins.
+    inputs=(Input(UNIFIED_CUSTOMER_ORDERS, "orders"),),
+    transform="daily_sales",
+)
+
+CUSTOMER_SEGMENTS = DerivedTable(
+    name="hudi_customer_segments_gold",
+    layer="gold",
+    description="Grain: one customer. segment from the profile alone: prospect (no "
+                "completed order), champion (5+ orders and 2,500+ spent), big_spender "
+                "(average order 400+), loyal (3+ orders), one_time, occasional.",
+    record_key=("customer_id",),
+    ordering=("segmentation_ts",),
+    partitioning=Partitioning("segment"),
+    inputs=(Input(CUSTOMER_PROFILES, "profiles"),),
+    transform="customer_segments",
+)
+
+GOLD_TABLES = (DAILY_SALES, CUSTOMER_SEGMENTS)

@@ -1,0 +1,200 @@
+"""The one runner behind every Silver and Gold table (DESIGN.md §6).
+
+A run of one derived table:
+1. reads each input's changes since the completion time it last consumed, with
+   `hudi_table_changes(<input>, 'cdc', <start>, <end>)`, `end` being the input's newest
+   completed commit when the run began;
+2. turns them into the output keys they affect (`Input.affects`), before- and after-images
+   alike, so a row that moves between groups recomputes both;
+3. recomputes exactly those keys with the table's transform over the inputs' current
+   snapshots, keeps the rows that differ from what the table holds, and marks the keys the
+   transform no longer produces as deletes;
+4. upserts both in one Hudi commit whose metadata records the consumed `end` times, so the
+   output and its checkpoint move together or not at all.
+
+A full refresh is the same transform over whole snapshots, written with
+`insert_overwrite_table`; it runs on `--full-refresh`, on the first run, and when an input's
+checkpoint is no longer readable (archived or cleaned) — and says which.
+
+Snapshots may already hold commits newer than `end` (Bronze can be streaming meanwhile).
+That is harmless: recomputing a key from a newer snapshot gives the newer truth, and those
+commits' changes are read again, and recomputed again, by the next run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from lakehouse import timeline
+from lakehouse.catalog import exists
+from lakehouse.settings import Settings
+from lakehouse.tables import DerivedTable, Input, hudi_options
+
+DELETED = "_hoodie_is_deleted"
+
+
+class IncrementalError(RuntimeError):
+    """A derived table cannot run; the message names it and says what to do."""
+
+
+@dataclass(frozen=True)
+class RunReport:
+    table: str
+    mode: str  # "incremental", "full" or "idle"
+    changes_read: int = 0
+    upserted: int = 0
+    deleted: int = 0
+    seconds: float = 0.0
+    note: str = ""
+
+    def line(self) -> str:
+        if self.mode == "idle":
+            return f"{self.table:<40} no new input; nothing committed ({self.seconds:.1f} s)"
+        what = "incremental" if self.mode == "incremental" else "full refresh"
+        text = (f"{self.table:<40} {what:<12} {self.changes_read:>9} changes read  "
+                f"{self.upserted:>9} upserted  {self.deleted:>7} deleted  {self.seconds:6.1f} s")
+        return f"{text}  ({self.note})" if self.note else text
+
+
+def snapshot(spark: SparkSession, table, settings: Settings) -> DataFrame:
+    """The table's current rows, without Hudi's bookkeeping columns."""
+    frame = spark.read.format("hudi").load(table.path(settings))
+    return frame.select([c for c in frame.columns if not c.startswith("_hoodie_")])
+
+
+def changed_images(spark: SparkSession, table, settings: Settings, start: str, end: str,
+                   columns: T.StructType) -> DataFrame:
+    """Before- and after-images of the rows changed in (start, end], one row per image.
+
+    The CDC log stores images as JSON in Avro's encoding: timestamps as epoch microseconds,
+    dates as epoch days, and (in Hudi 1.2) decimals as an unusable object. Images are only
+    used to find keys, never values, so decimals are left out and the rest converted back.
+    """
+    as_read = T.StructType([
+        T.StructField(f.name, T.LongType() if isinstance(f.dataType, T.TimestampType)
+                      else T.IntegerType() if isinstance(f.dataType, T.DateType) else f.dataType)
+        for f in columns if not isinstance(f.dataType, T.DecimalType)])
+    restored = [
+        F.timestamp_micros(F.col(f"image.{f.name}")).alias(f.name)
+        if isinstance(f.dataType, T.TimestampType)
+        else F.date_from_unix_date(F.col(f"image.{f.name}")).alias(f.name)
+        if isinstance(f.dataType, T.DateType) else F.col(f"image.{f.name}")
+        for f in columns if not isinstance(f.dataType, T.DecimalType)]
+    log = spark.sql("SELECT before, after FROM hudi_table_changes(?, 'cdc', ?, ?)",
+                    args=[table.path(settings), start, end])
+    images = log.select(F.explode(F.array("before", "after")).alias("json")).where("json IS NOT NULL")
+    return images.select(F.from_json("json", as_read).alias("image")).select(restored)
+
+
+def affected_keys(spark: SparkSession, table: DerivedTable, source: Input,
+                  changed: DataFrame) -> DataFrame:
+    changed.createOrReplaceTempView("changed")
+    query = source.affects or f"SELECT {', '.join(table.record_key)} FROM changed"
+    return spark.sql(query).select(*table.record_key)
+
+
+def _write(frame: DataFrame, table: DerivedTable, settings: Settings, operation: str,
+           consumed: dict[str, str]) -> None:
+    options = hudi_options(table, settings) | {
+        "hoodie.datasource.write.operation": operation,
+        timeline.CONSUMED_KEY: json.dumps(consumed, sort_keys=True),
+    }
+    frame.write.format("hudi").options(**options).mode("append").save(table.path(settings))
+
+
+class Runner:
+    def __init__(self, spark: SparkSession, settings: Settings):
+        self.spark, self.settings = spark, settings
+
+    def run(self, table: DerivedTable, full_refresh: bool = False) -> RunReport:
+        began = time.monotonic()
+        inputs = {i.table.name: self._input_timeline(table, i) for i in table.inputs}
+        ends = {name: t.latest for name, t in inputs.items()}
+        for source in table.inputs:
+            snapshot(self.spark, source.table, self.settings).createOrReplaceTempView(source.alias)
+
+        reason = "--full-refresh" if full_refresh else self._rebuild_reason(table, inputs)
+        if reason:
+            written = self._rebuild(table, ends)
+            return RunReport(table.name, "full", upserted=written,
+                             seconds=time.monotonic() - began, note=reason)
+
+        consumed = timeline.read(self.spark, table.path(self.settings)).last_consumed
+        pending = [i for i in table.inputs
+                   if inputs[i.table.name].has_commits_after(consumed[i.table.name])]
+        if not pending:
+            return RunReport(table.name, "idle", seconds=time.monotonic() - began)
+        changes_read, upserted, deleted = self._increment(table, pending, consumed, ends)
+        return RunReport(table.name, "incremental", changes_read, upserted, deleted,
+                         time.monotonic() - began)
+
+    def _input_timeline(self, table: DerivedTable, source: Input) -> timeline.Timeline:
+        path = source.table.path(self.settings)
+        found = timeline.read(self.spark, path) if exists(self.spark, path) else None
+        if found is None or found.latest is None:
+            raise IncrementalError(
+                f"{table.name}: input {source.table.qualified_name} has no data yet at {path}; "
+                f"build it first (`lakehouse run` goes through the layers in order)")
+        return found
+
+    def _rebuild_reason(self, table: DerivedTable, inputs: dict[str, timeline.Timeline]) -> str | None:
+        if not exists(self.spark, table.path(self.settings)):
+            return "first run"
+        consumed = timeline.read(self.spark, table.path(self.settings)).last_consumed or {}
+        for name, found in inputs.items():
+            start = consumed.get(name)
+            if start is None:
+                return f"no checkpoint for input {name}"
+            if not found.can_read_after(start):
+                return (f"checkpoint {start} of input {name} is no longer on its active timeline "
+                        f"(archived or cleaned; raise HUDI_COMMITS_RETAINED or run more often), "
+                        f"rebuilt from full snapshots")
+        return None
+
+    def _rebuild(self, table: DerivedTable, ends: dict[str, str]) -> int:
+        result = self.spark.sql(table.transform_sql()).withColumn(DELETED, F.lit(False)).persist()
+        try:
+            rows = result.count()
+            _write(result, table, self.settings, "insert_overwrite_table", ends)
+            return rows
+        finally:
+            result.unpersist()
+
+    def _increment(self, table: DerivedTable, pending: list[Input], consumed: dict[str, str],
+                   ends: dict[str, str]) -> tuple[int, int, int]:
+        keys = list(table.record_key)
+        changes_read, affected, cached = 0, [], []
+        for source in pending:
+            columns = self.spark.table(source.alias).schema
+            changed = changed_images(self.spark, source.table, self.settings,
+                                     consumed[source.table.name], ends[source.table.name],
+                                     columns).persist()
+            cached.append(changed)
+            changes_read += changed.count()
+            affected.append(affected_keys(self.spark, table, source, changed))
+        keys_frame = reduce(DataFrame.unionByName, affected).distinct().persist()
+        cached.append(keys_frame)
+
+        recomputed = self.spark.sql(table.transform_sql()).join(keys_frame, keys, "left_semi")
+        current = snapshot(self.spark, table, self.settings).join(keys_frame, keys, "left_semi")
+        current = current.select(recomputed.columns)
+        upserts = recomputed.exceptAll(current).withColumn(DELETED, F.lit(False))
+        deletes = current.join(recomputed.select(keys), keys, "left_anti").withColumn(DELETED, F.lit(True))
+        batch = upserts.unionByName(deletes).persist()
+        cached.append(batch)
+        try:
+            upserted, deleted = batch.agg(F.count_if(~F.col(DELETED)), F.count_if(F.col(DELETED))).first()
+            # Written even when empty: the commit moves the checkpoint past changes that
+            # turned out not to affect this table.
+            _write(batch, table, self.settings, "upsert", ends)
+            return changes_read, upserted, deleted
+        finally:
+            for frame in cached:
+                frame.unpersist()

@@ -1,0 +1,77 @@
+"""What a Hudi table's timeline says, read through Hudi's own Java API.
+
+Hudi 1.x names every commit by two times: when it was requested and when it completed.
+Incremental reads (`hudi_table_changes`) select commits by *completion* time, in the range
+(start, end], so a reader that remembers the completion time it read up to neither skips a
+commit that was requested earlier but finished later nor reads one twice.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+# Hudi copies write options whose key starts with this prefix (its default
+# `hoodie.datasource.write.commitmeta.key.prefix`) into the commit's metadata.
+CONSUMED_KEY = "_retailmax.consumed"
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """The completed commits of one table, oldest first, as (requested, completed) times."""
+
+    commits: tuple[tuple[str, str], ...]
+    earliest_retained: str | None
+    last_consumed: dict[str, str] | None
+
+    @property
+    def latest(self) -> str | None:
+        return max((completed for _, completed in self.commits), default=None)
+
+    def has_commits_after(self, completion_time: str) -> bool:
+        return any(completed > completion_time for _, completed in self.commits)
+
+    def can_read_after(self, completion_time: str) -> bool:
+        """Whether every commit that completed after `completion_time` is still readable:
+        still on the active timeline and not yet removed by the cleaner."""
+        if not self.commits:
+            return False
+        if completion_time < min(completed for _, completed in self.commits):
+            # Commits between it and the oldest active one were archived.
+            return False
+        later = [requested for requested, completed in self.commits if completed > completion_time]
+        return not later or self.earliest_retained is None or min(later) >= self.earliest_retained
+
+
+def read(spark: SparkSession, path: str) -> Timeline:
+    jvm = spark.sparkContext._jvm
+    storage = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(
+        spark.sparkContext._jsc.hadoopConfiguration())
+    client = (jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
+              .setConf(storage).setBasePath(path).build())
+    active = client.getActiveTimeline()
+    completed = active.getCommitsTimeline().filterCompletedInstants()
+    commits = tuple((i.requestedTime(), i.getCompletionTime())
+                    for i in completed.getInstants().toArray())
+    return Timeline(commits=commits, earliest_retained=_earliest_retained(active),
+                    last_consumed=_last_consumed(completed))
+
+
+def _earliest_retained(active) -> str | None:
+    cleans = active.getCleanerTimeline().filterCompletedInstants()
+    if cleans.empty():
+        return None
+    metadata = active.readCleanMetadata(cleans.lastInstant().get())
+    return metadata.getEarliestCommitToRetain() or None
+
+
+def _last_consumed(completed) -> dict[str, str] | None:
+    instants = list(completed.getReverseOrderedInstants().toArray())
+    for instant in instants:
+        metadata = completed.readCommitMetadata(instant)
+        value = metadata.getMetadata(CONSUMED_KEY)
+        if value:
+            return json.loads(value)
+    return None

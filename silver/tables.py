@@ -1,0 +1,83 @@
+"""The Silver tables: one declaration each, plus its transform in silver/transforms/.
+
+Silver tables are COPY_ON_WRITE, cleansed and conformed, recomputed incrementally from
+Bronze by lakehouse/incremental.py. Each keeps Hudi's change log so that Gold (and anyone
+downstream) reads it incrementally too. Column lists are the transforms' SELECTs.
+"""
+
+from __future__ import annotations
+
+from bronze.tables import (CUSTOMER_MASTER, INVENTORY_UPDATES, PRODUCT_CATALOG,
+                           SALES_TRANSACTIONS, WEB_CLICKSTREAMS)
+from lakehouse.tables import DerivedTable, Input, Partitioning
+
+UNIFIED_CUSTOMER_ORDERS = DerivedTable(
+    name="hudi_unified_customer_orders_silver",
+    layer="silver",
+    description="Grain: one sales line (order_id, line_item_id), with its customer's region, "
+                "country and loyalty tier and its product's sku, name, category and brand as "
+                "they are now; line_total = quantity * unit_price - discount; order_date = "
+                "UTC date of transaction_ts. Lines whose customer or product has not arrived "
+                "are held back until it does.",
+    record_key=("order_id", "line_item_id"),
+    ordering=("last_updated_ts",),
+    partitioning=Partitioning("order_date"),
+    change_log=True,
+    inputs=(
+        Input(SALES_TRANSACTIONS, "sales"),
+        # A customer or product change reaches every line that references it, including
+        # lines held back until now for want of it.
+        Input(CUSTOMER_MASTER, "customers", affects="""
+            SELECT s.order_id, s.line_item_id FROM sales s
+            JOIN changed c ON c.customer_id = s.customer_id"""),
+        Input(PRODUCT_CATALOG, "products", affects="""
+            SELECT s.order_id, s.line_item_id FROM sales s
+            JOIN changed p ON p.product_id = s.product_id"""),
+    ),
+    transform="unified_customer_orders",
+)
+
+CUSTOMER_PROFILES = DerivedTable(
+    name="hudi_customer_profiles_silver",
+    layer="silver",
+    description="Grain: one current customer. Contact and region attributes, and over "
+                "completed lines: lifetime_value, order_count (distinct orders), "
+                "first_order_ts, last_order_ts, average_order_value.",
+    record_key=("customer_id",),
+    ordering=("last_updated_ts",),
+    change_log=True,
+    inputs=(Input(CUSTOMER_MASTER, "customers"), Input(UNIFIED_CUSTOMER_ORDERS, "orders")),
+    transform="customer_profiles",
+)
+
+SESSIONIZED_CLICKSTREAMS = DerivedTable(
+    name="hudi_sessionized_clickstreams_silver",
+    layer="silver",
+    description="Grain: one web session. Start, end and duration, event counts by type, "
+                "converted = the session has a purchase, device of its last event, "
+                "session_date = UTC date of its first event.",
+    record_key=("session_id",),
+    ordering=("session_end_ts",),
+    partitioning=Partitioning("session_date"),
+    change_log=True,
+    inputs=(Input(WEB_CLICKSTREAMS, "clicks"),),
+    transform="sessionized_clickstreams",
+)
+
+PRODUCT_DAILY_INVENTORY = DerivedTable(
+    name="hudi_product_daily_inventory_silver",
+    layer="silver",
+    description="Grain: one sku and day, over the stock positions whose latest report fell "
+                "on that day: locations reported, quantity on hand, their last change, "
+                "locations out of stock, last_checked_ts.",
+    record_key=("sku", "date"),
+    ordering=("last_checked_ts",),
+    partitioning=Partitioning("date"),
+    change_log=True,
+    inputs=(Input(INVENTORY_UPDATES, "inventory", affects="""
+        SELECT sku, to_date(update_ts) AS date FROM changed"""),),
+    transform="product_daily_inventory",
+)
+
+SILVER_TABLES = (UNIFIED_CUSTOMER_ORDERS, CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS,
+                 PRODUCT_DAILY_INVENTORY)

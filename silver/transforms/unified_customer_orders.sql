@@ -1,0 +1,19 @@
+-- One row per sales line with its customer's and product's *current* attributes.
+-- Inner joins on purpose: a line whose customer or product has not arrived yet is held
+-- back (it stays in Bronze) and appears as soon as the missing row lands.
+WITH lines AS (
+    SELECT order_id, line_item_id, customer_id, product_id, quantity, unit_price, discount,
+           CAST(quantity * unit_price - discount AS DECIMAL(14, 2)) AS line_total,
+           channel, store_id, status, transaction_ts, updated_ts
+    FROM sales
+)
+SELECT l.order_id, l.line_item_id, l.customer_id, l.product_id,
+       l.quantity, l.unit_price, l.discount, l.line_total,
+       l.channel, l.store_id, l.status, l.transaction_ts,
+       to_date(l.transaction_ts) AS order_date,
+       c.region, c.country, c.loyalty_tier,
+       p.sku, p.name AS product_name, p.category AS product_category, p.brand,
+       greatest(l.updated_ts, c.updated_ts, p.updated_ts) AS last_updated_ts
+FROM lines l
+JOIN customers c ON c.customer_id = l.customer_id
+JOIN products p ON p.product_id = l.product_id

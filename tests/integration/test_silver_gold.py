@@ -1,0 +1,186 @@
+"""Silver and Gold: incremental runs equal a full rebuild, through updates, deletes, moves
+between groups, late dimensions, out-of-order events and a kill -9 mid-write."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from kafka import KafkaProducer
+
+from gold.tables import DAILY_SALES
+from ingestion.events import EventStreams, encode
+from ingestion.topics import CLICKSTREAM_TOPIC
+from lakehouse.catalog import derived_tables
+from lakehouse.incremental import Runner, snapshot
+from silver.tables import SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
+from tests.integration.test_bronze import _cli_env, drain_until_equal, run_workload
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_all(spark, settings) -> dict[str, str]:
+    runner = Runner(spark, settings)
+    return {table.name: runner.run(table).mode for table in derived_tables()}
+
+
+def full_rebuild(spark, settings, table):
+    """What `--full-refresh` computes: the transform over the inputs' whole snapshots."""
+    for source in table.inputs:
+        snapshot(spark, source.table, settings).createOrReplaceTempView(source.alias)
+    return spark.sql(table.transform_sql())
+
+
+def assert_equals_full_rebuild(spark, settings, tables=None) -> None:
+    for table in tables or derived_tables():
+        expected = full_rebuild(spark, settings, table)
+        actual = snapshot(spark, table, settings).select(expected.columns)
+        keys = list(table.record_key)
+        assert actual.count() == actual.select(keys).distinct().count(), f"{table.name}: duplicate keys"
+        missing, extra = expected.exceptAll(actual), actual.exceptAll(expected)
+        assert (missing.count(), extra.count()) == (0, 0), (
+            f"{table.name} differs from a full rebuild; missing {missing.limit(3).collect()}, "
+            f"extra {extra.limit(3).collect()}")
+
+
+def click(session_id: str, event_type: str, ts: datetime, n: int) -> dict:
+    return {"event_id": f"{session_id}-{n}", "session_id": session_id, "customer_id": None,
+            "event_type": event_type, "page_url": "/", "product_id": None, "search_query": None,
+            "device": "mobile", "event_ts": ts}
+
+
+def send_clicks(producer: KafkaProducer, events: list[dict]) -> None:
+    for event in events:
+        producer.send(CLICKSTREAM_TOPIC, key=event["session_id"].encode(), value=encode(event))
+    producer.flush()
+
+
+@pytest.fixture
+def producer(services):
+    producer = KafkaProducer(bootstrap_servers=services.kafka_bootstrap)
+    yield producer
+    producer.close()
+
+
+def test_incremental_runs_equal_a_full_rebuild(services, spark, db, producer):
+    customer_ids = [r[0] for r in db.execute("SELECT customer_id FROM retail.customer_master")]
+    products = db.execute("SELECT product_id, sku FROM retail.product_catalog").fetchall()
+    streams = EventStreams(producer, 11, customer_ids, [s for _, s in products],
+                           [p for p, _ in products])
+    # A session whose events arrive out of order over three runs, its first event last
+    # and on the previous day, so the session moves to another session_date partition.
+    noon = datetime.now(timezone.utc).replace(hour=12, minute=0, second=0, microsecond=0)
+    late_session = [click("late-session", "purchase", noon + timedelta(minutes=5), 3),
+                    click("late-session", "page_view", noon, 2),
+                    click("late-session", "page_view", noon - timedelta(hours=13), 1)]
+    for round_number in range(3):
+        run_workload(db, steps=120, seed=300 + round_number)
+        for _ in range(150):
+            streams.step()
+        send_clicks(producer, [late_session[round_number]])
+        drain_until_equal(spark, services, db)
+        run_all(spark, services)
+        assert_equals_full_rebuild(spark, services)
+
+    session = snapshot(spark, SESSIONIZED_CLICKSTREAMS, services).where("session_id = 'late-session'")
+    assert [(r.event_count, r.converted, str(r.session_date)) for r in session.collect()] == [
+        (3, True, str((noon - timedelta(hours=13)).date()))]
+    assert set(run_all(spark, services).values()) == {"idle"}, "a run without new input committed"
+
+    before = snapshot(spark, DAILY_SALES, services)
+    Runner(spark, services).run(DAILY_SALES, full_refresh=True)
+    after = snapshot(spark, DAILY_SALES, services)
+    assert before.exceptAll(after).count() == 0 and after.exceptAll(before).count() == 0
+
+
+def _gold_total(spark, settings, order_date, category, region):
+    rows = snapshot(spark, DAILY_SALES, settings).where(
+        f"order_date = DATE'{order_date}' AND product_category = '{category}' AND region = '{region}'"
+    ).collect()
+    return rows[0].total_sales_amount if rows else None
+
+
+def test_gold_follows_deletes_region_moves_and_late_customers(services, spark, db):
+    drain_until_equal(spark, services, db)
+    run_all(spark, services)
+    # Fresh keys and names, so the test also passes against a database that ran it before.
+    product, order, customer = (db.execute(f"SELECT max({key}) + 1 FROM retail.{table}").fetchone()[0]
+                                for key, table in (("product_id", "product_catalog"),
+                                                   ("order_id", "sales_transactions"),
+                                                   ("customer_id", "customer_master")))
+    customer += 1000
+    category, new_region = f"test_category_{product}", f"test_region_{product}"
+    db.execute(f"INSERT INTO retail.product_catalog VALUES ({product}, 'SKU-TEST-{product}', "
+               f"'Probe', NULL, '{category}', 'Probe', 10.00, true, now())")
+    # A line alone in its Gold group, and a line whose customer does not exist yet.
+    db.execute(f"INSERT INTO retail.sales_transactions VALUES ({order}, 1, 1, {product}, 2, 10.00, "
+               f"0, 'web', NULL, 'completed', '2025-06-01 10:00+00', now())")
+    db.execute(f"INSERT INTO retail.sales_transactions VALUES ({order + 1}, 1, {customer}, {product}, "
+               f"3, 10.00, 1.00, 'web', NULL, 'completed', '2025-06-02 10:00+00', now())")
+    mover, old_region = db.execute(
+        "SELECT c.customer_id, c.region FROM retail.customer_master c JOIN retail.sales_transactions s "
+        "USING (customer_id) WHERE s.status = 'completed' AND s.product_id <> %s "
+        "GROUP BY 1, 2 ORDER BY count(*) DESC LIMIT 1", (product,)).fetchone()
+    drain_until_equal(spark, services, db)
+    run_all(spark, services)
+
+    region_of_1 = db.execute("SELECT region FROM retail.customer_master WHERE customer_id = 1").fetchone()[0]
+    assert _gold_total(spark, services, "2025-06-01", category, region_of_1) == 20
+    orders = snapshot(spark, UNIFIED_CUSTOMER_ORDERS, services)
+    assert orders.where(f"order_id = {order + 1}").count() == 0, "a line without its customer was promoted"
+    mover_lines = orders.where(f"customer_id = {mover} AND status = 'completed'").collect()
+    groups = {(str(l.order_date), l.product_category) for l in mover_lines}
+    totals_before = {g: _gold_total(spark, services, *g, old_region) for g in groups}
+
+    db.execute(f"DELETE FROM retail.sales_transactions WHERE order_id = {order}")
+    db.execute(f"INSERT INTO retail.customer_master VALUES ({customer}, 'Late', 'Arrival', "
+               f"'late@example.com', NULL, NULL, 'Oslo', 'OS', 'NO', 'europe', 'bronze', now(), now())")
+    db.execute(f"UPDATE retail.customer_master SET region = '{new_region}', updated_ts = now() "
+               f"WHERE customer_id = {mover}")
+    drain_until_equal(spark, services, db)
+    run_all(spark, services)
+
+    assert _gold_total(spark, services, "2025-06-01", category, region_of_1) is None, \
+        "a group whose only line was deleted is still in Gold"
+    assert _gold_total(spark, services, "2025-06-02", category, "europe") == 29
+    for group in groups:
+        moved = sum(l.line_total for l in mover_lines if (str(l.order_date), l.product_category) == group)
+        assert _gold_total(spark, services, *group, new_region) == moved
+        left = _gold_total(spark, services, *group, old_region)
+        assert (left or 0) == totals_before[group] - moved
+    assert_equals_full_rebuild(spark, services)
+
+
+def _uncommitted_commit(table_path: str) -> bool:
+    timeline = Path(table_path) / ".hoodie" / "timeline"
+    completed = {p.name.split("_")[0] for p in timeline.glob("*_*.commit")}
+    # A COPY_ON_WRITE commit is in flight as `<instant>.inflight` (Hudi's older naming).
+    return any(p.name.split(".")[0] not in completed for p in timeline.glob("*.inflight"))
+
+
+def test_kill_minus_nine_during_a_silver_write_neither_loses_nor_double_counts(services, spark, db):
+    drain_until_equal(spark, services, db)
+    run_all(spark, services)
+    run_workload(db, steps=150, seed=401)
+    drain_until_equal(spark, services, db)
+    path = UNIFIED_CUSTOMER_ORDERS.path(services)
+    job = subprocess.Popen([sys.executable, "-m", "lakehouse.cli", "silver", "--table",
+                            UNIFIED_CUSTOMER_ORDERS.name], cwd=ROOT, env=_cli_env(services),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while not _uncommitted_commit(path):
+        assert job.poll() is None, "the silver run finished before it could be killed"
+        assert time.monotonic() < deadline, "the silver run never started a commit"
+        time.sleep(0.2)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+
+    reports = run_all(spark, services)
+    assert reports[UNIFIED_CUSTOMER_ORDERS.name] == "incremental"
+    assert_equals_full_rebuild(spark, services)
