@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import threading
 import time
 
 from lakehouse import settings as settings_module
@@ -138,29 +139,79 @@ def _bronze(args, settings):
     return 0
 
 
-def _derived(args, settings, layer: str) -> int:
+def _derived_tables(args, layer: str | None):
     from lakehouse.catalog import derived_tables
-    from lakehouse.incremental import Runner
-    from lakehouse.locks import exclusive_writer
 
-    tables = [t for t in derived_tables() if t.layer == layer]
-    unknown = set(args.table or ()) - {t.name for t in tables}
+    tables = [t for t in derived_tables() if layer is None or t.layer == layer]
+    unknown = set(getattr(args, "table", None) or ()) - {t.name for t in tables}
     if unknown:
         raise ConfigurationError(f"no {layer} table {', '.join(sorted(unknown))}; known: "
                                  f"{', '.join(t.name for t in tables)}")
+    return [t for t in tables if not getattr(args, "table", None) or t.name in args.table]
+
+
+def _derived(args, settings, layer: str) -> int:
+    from lakehouse.incremental import Runner
+    from lakehouse.locks import exclusive_writer
+
+    tables = _derived_tables(args, layer)
     with exclusive_writer(settings, layer):
         runner = Runner(_spark(settings, layer), settings)
         for table in tables:
-            if not args.table or table.name in args.table:
-                print(runner.run(table, args.full_refresh).line(), flush=True)
+            print(runner.run(table, args.full_refresh).line(), flush=True)
     return 0
 
 
 def _run(args, settings):
-    args.continuous, args.table = False, None
+    if args.continuous:
+        return _run_continuously(args, settings)
+    args.table = None
     _bronze(args, settings)
     for layer in ("silver", "gold"):
         _derived(args, settings, layer)
+    return 0
+
+
+def _run_continuously(args, settings) -> int:
+    """Bronze streams in the background while Silver and Gold catch up on an interval, all
+    in one Spark application, so the demo needs one JVM rather than one per layer."""
+    from contextlib import ExitStack
+
+    from lakehouse.incremental import IncrementalError, Runner
+    from lakehouse.locks import exclusive_writer
+
+    with ExitStack() as locks:
+        for layer in ("bronze", "silver", "gold"):
+            locks.enter_context(exclusive_writer(settings, layer))
+        args.table = None
+        job = _bronze_job(args, settings)
+        failure: list[BaseException] = []
+
+        def stream() -> None:
+            try:
+                job.run_continuously(args.trigger_seconds)
+            except BaseException as error:  # noqa: BLE001 - reported by the main thread
+                failure.append(error)
+
+        bronze = threading.Thread(target=stream, name="bronze", daemon=True)
+        bronze.start()
+        print(f"run: Bronze streaming every {args.trigger_seconds} s, Silver and Gold every "
+              f"{args.interval} s (Ctrl-C stops)", flush=True)
+        runner = Runner(job.spark, settings)
+        try:
+            while bronze.is_alive():
+                time.sleep(args.interval)
+                for table in _derived_tables(args, None):
+                    try:
+                        print(runner.run(table).line(), flush=True)
+                    except IncrementalError as waiting:
+                        # Bronze has not landed this input yet: the next round tries again.
+                        print(f"{table.name:<40} waiting: {waiting}", flush=True)
+        except KeyboardInterrupt:
+            for query in job.spark.streams.active:
+                query.stop()
+        if failure:
+            raise failure[0]
     return 0
 
 
@@ -221,6 +272,12 @@ def parser() -> argparse.ArgumentParser:
                                           "drain, then Silver, then Gold")
     run.add_argument("--full-refresh", action="store_true",
                      help="rebuild Silver and Gold from whole snapshots")
+    run.add_argument("--continuous", action="store_true",
+                     help="keep going: Bronze streams, Silver and Gold run every --interval s")
+    run.add_argument("--trigger-seconds", type=int, default=None,
+                     help="Bronze micro-batch interval (default BRONZE_TRIGGER_SECONDS)")
+    run.add_argument("--interval", type=int, default=60,
+                     help="seconds between Silver and Gold passes with --continuous")
     run.set_defaults(handler=_run)
     sql = commands.add_parser("sql", help="run a Spark SQL query over the catalog and print it")
     sql.add_argument("query")

@@ -1,9 +1,9 @@
 """`make up` / `make down`: the services plus the processes of the running demo.
 
-The demo's long-running workers (the workload simulator and the continuous Bronze streams;
-the Spark UI of the latter is on http://localhost:4040) run in the background under
-the same supervision as the native services: pid files in `.lake/run`, logs in
-`.lake/logs`, stopped by `make down`.
+The demo's long-running workers run in the background under the same supervision as the
+native services (pid files in `.lake/run`, logs in `.lake/logs`, stopped by `make down`):
+the workload simulator, and the pipeline, where Bronze streams and Silver and Gold follow
+every 30 s (its Spark UI is on http://localhost:4040).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from lakehouse.settings import Settings
 
 WORKERS = {
     "simulator": ["simulate", "--duration", "0", "--rate", "5", "--event-rate", "20"],
-    "bronze": ["bronze", "--continuous"],
+    "pipeline": ["run", "--continuous", "--interval", "30"],
 }
 
 

@@ -7,9 +7,10 @@ import dataclasses
 import pytest
 
 from bronze.tables import BRONZE_TABLES, SALES_TRANSACTIONS, bronze_table
+from gold.tables import DAILY_SALES
 from ingestion.topics import source_topics
-from lakehouse.catalog import declared_tables
-from lakehouse.tables import hudi_options
+from lakehouse.catalog import declared_tables, derived_tables
+from lakehouse.tables import DerivedTable, Input, hudi_options
 
 
 def test_every_source_topic_lands_in_exactly_one_bronze_table():
@@ -19,8 +20,8 @@ def test_every_source_topic_lands_in_exactly_one_bronze_table():
 def test_table_names_are_unique_and_follow_the_catalog_convention():
     names = [t.name for t in declared_tables()]
     assert len(names) == len(set(names))
-    assert all(t.name.startswith("hudi_") and t.name.endswith(("_bronze", "_bronze_quarantine"))
-               for t in declared_tables())
+    assert all(t.name.startswith("hudi_") and
+               t.name.removesuffix("_quarantine").endswith(f"_{t.layer}") for t in declared_tables())
 
 
 def test_hudi_options_follow_the_declaration(settings):
@@ -36,6 +37,14 @@ def test_hudi_options_follow_the_declaration(settings):
     assert "hoodie.table.cdc.enabled" not in quarantine
 
 
+def test_derived_tables_are_copy_on_write_and_the_latest_recomputation_wins(settings):
+    options = hudi_options(DAILY_SALES, settings)
+    assert options["hoodie.datasource.write.table.type"] == "COPY_ON_WRITE"
+    assert options["hoodie.write.record.merge.mode"] == "COMMIT_TIME_ORDERING"
+    assert "hoodie.table.ordering.fields" not in options and "hoodie.compact.inline" not in options
+    assert options["hoodie.datasource.write.partitionpath.field"] == "order_month"
+
+
 def test_a_declaration_with_an_unknown_key_fails_with_a_clear_message():
     with pytest.raises(ValueError, match=r"record key \['sale_id'\] not among its columns"):
         dataclasses.replace(SALES_TRANSACTIONS, record_key=("sale_id",))
@@ -47,3 +56,24 @@ def test_tables_are_found_by_name_or_topic():
     assert bronze_table(SALES_TRANSACTIONS.topic) is SALES_TRANSACTIONS
     with pytest.raises(KeyError, match="no Bronze table 'nope'"):
         bronze_table("nope")
+
+
+def test_derived_tables_run_after_the_tables_they_read():
+    order = [table.name for table in derived_tables()]
+    for table in derived_tables():
+        for source in table.inputs:
+            if source.table.name in order:
+                assert order.index(source.table.name) < order.index(table.name)
+
+
+def test_a_derived_table_must_read_inputs_that_keep_a_change_log():
+    without_log = dataclasses.replace(SALES_TRANSACTIONS, change_log=False)
+    with pytest.raises(ValueError, match="need change_log=True"):
+        DerivedTable(name="t", layer="silver", record_key=("order_id",), ordering=("x",),
+                     inputs=(Input(without_log, "sales"),), transform="unified_customer_orders")
+
+
+def test_a_derived_table_names_an_existing_transform():
+    with pytest.raises(ValueError, match=r"transform .*silver/transforms/missing.sql does not exist"):
+        DerivedTable(name="t", layer="silver", record_key=("order_id",), ordering=("x",),
+                     inputs=(Input(SALES_TRANSACTIONS, "sales"),), transform="missing")
