@@ -52,12 +52,6 @@ def session_config(settings: Settings) -> dict[str, str]:
         # Spark's own Derby metastore is not used: the catalog is rebuilt from the table
         # declarations in each session (lakehouse/catalog.py).
         "spark.sql.catalogImplementation": "in-memory",
-        # Hudi 1.2 answers a filter that fixes every record-key field from the record index,
-        # and builds the lookup key for a DATE value in another format than the stored one:
-        # `WHERE order_date = DATE'2025-06-01' AND product_category = ... AND region = ...`
-        # on hudi_daily_sales_gold then returns nothing. Column statistics are off (see
-        # lakehouse/tables.py), so the record index is all data skipping would use.
-        "hoodie.enable.data.skipping": "false",
     }
 
 
@@ -70,6 +64,13 @@ def session(settings: Settings, app_name: str = "retailmax") -> SparkSession:
     for key, value in session_config(settings).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    # Hudi 1.2 answers a filter that fixes every record-key field from the record index, and
+    # builds the lookup key for a DATE value in another format than the stored one:
+    # `WHERE order_date = DATE'2025-06-01' AND product_category = ... AND region = ...` on
+    # hudi_daily_sales_gold then returns nothing. Column statistics are off (see
+    # lakehouse/tables.py), so the record index is all data skipping would use. A session
+    # setting, not a Spark one: Spark's launcher drops `hoodie.*` keys.
+    spark.conf.set("hoodie.enable.data.skipping", "false")
     spark.sparkContext.setLogLevel("WARN")
     return spark
 
