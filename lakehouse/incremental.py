@@ -109,6 +109,20 @@ def _write(frame: DataFrame, table: DerivedTable, settings: Settings, operation:
     frame.write.format("hudi").options(**options).mode("append").save(table.path(settings))
 
 
+def _rebuild_reason(inputs: dict[str, timeline.Timeline], consumed: dict[str, str] | None) -> str | None:
+    if consumed is None:
+        return "first run"
+    for name, found in inputs.items():
+        start = consumed.get(name)
+        if start is None:
+            return f"no checkpoint for input {name}"
+        if not found.can_read_after(start):
+            return (f"checkpoint {start} of input {name} is no longer on its active timeline "
+                    f"(archived or cleaned; raise HUDI_COMMITS_RETAINED or run more often), "
+                    f"rebuilt from full snapshots")
+    return None
+
+
 class Runner:
     def __init__(self, spark: SparkSession, settings: Settings):
         self.spark, self.settings = spark, settings
@@ -120,13 +134,14 @@ class Runner:
         for source in table.inputs:
             snapshot(self.spark, source.table, self.settings).createOrReplaceTempView(source.alias)
 
-        reason = "--full-refresh" if full_refresh else self._rebuild_reason(table, inputs)
+        path = table.path(self.settings)
+        consumed = timeline.read(self.spark, path).last_consumed if exists(self.spark, path) else None
+        reason = "--full-refresh" if full_refresh else _rebuild_reason(inputs, consumed)
         if reason:
             written = self._rebuild(table, ends)
             return RunReport(table.name, "full", upserted=written,
                              seconds=time.monotonic() - began, note=reason)
 
-        consumed = timeline.read(self.spark, table.path(self.settings)).last_consumed
         pending = [i for i in table.inputs
                    if inputs[i.table.name].has_commits_after(consumed[i.table.name])]
         if not pending:
@@ -143,20 +158,6 @@ class Runner:
                 f"{table.name}: input {source.table.qualified_name} has no data yet at {path}; "
                 f"build it first (`lakehouse run` goes through the layers in order)")
         return found
-
-    def _rebuild_reason(self, table: DerivedTable, inputs: dict[str, timeline.Timeline]) -> str | None:
-        if not exists(self.spark, table.path(self.settings)):
-            return "first run"
-        consumed = timeline.read(self.spark, table.path(self.settings)).last_consumed or {}
-        for name, found in inputs.items():
-            start = consumed.get(name)
-            if start is None:
-                return f"no checkpoint for input {name}"
-            if not found.can_read_after(start):
-                return (f"checkpoint {start} of input {name} is no longer on its active timeline "
-                        f"(archived or cleaned; raise HUDI_COMMITS_RETAINED or run more often), "
-                        f"rebuilt from full snapshots")
-        return None
 
     def _rebuild(self, table: DerivedTable, ends: dict[str, str]) -> int:
         result = self.spark.sql(table.transform_sql()).withColumn(DELETED, F.lit(False)).persist()

@@ -1,6 +1,8 @@
 -- One row per sales line with its customer's and product's *current* attributes.
 -- Inner joins on purpose: a line whose customer or product has not arrived yet is held
 -- back (it stays in Bronze) and appears as soon as the missing row lands.
+-- last_updated_ts is the line's own: were it to take the customer's or product's too, a
+-- product price correction would rewrite every line ever sold of it, for no visible change.
 WITH lines AS (
     SELECT order_id, line_item_id, customer_id, product_id, quantity, unit_price, discount,
            CAST(quantity * unit_price - discount AS DECIMAL(14, 2)) AS line_total,
@@ -13,7 +15,7 @@ SELECT l.order_id, l.line_item_id, l.customer_id, l.product_id,
        to_date(l.transaction_ts) AS order_date,
        c.region, c.country, c.loyalty_tier,
        p.sku, p.name AS product_name, p.category AS product_category, p.brand,
-       greatest(l.updated_ts, c.updated_ts, p.updated_ts) AS last_updated_ts
+       l.updated_ts AS last_updated_ts
 FROM lines l
 JOIN customers c ON c.customer_id = l.customer_id
 JOIN products p ON p.product_id = l.product_id

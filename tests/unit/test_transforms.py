@@ -68,7 +68,7 @@ def test_unified_orders_join_current_attributes_and_hold_back_lines_without_a_cu
     assert row.line_total == Decimal("58.47")
     assert row.order_date == date(2026, 3, 1)
     assert (row.region, row.product_category, row.sku) == ("asia_pacific", "toys", "SKU-100")
-    assert row.last_updated_ts == datetime(2026, 3, 5)
+    assert row.last_updated_ts == T0, "the line's own, not its customer's"
 
 
 def test_customer_profiles_count_completed_orders_only(spark):

@@ -1,0 +1,32 @@
+"""When an incremental reader's checkpoint is still readable, and what a run does about it."""
+
+from __future__ import annotations
+
+from lakehouse.incremental import _rebuild_reason
+from lakehouse.timeline import Timeline
+
+# (requested, completed): the second commit finished after the third began.
+COMMITS = (("100", "105"), ("110", "130"), ("120", "125"), ("140", "145"))
+
+
+def test_commits_after_a_checkpoint_are_found_by_completion_time():
+    timeline = Timeline(COMMITS, earliest_retained=None, last_consumed=None)
+    assert timeline.latest == "145"
+    assert timeline.has_commits_after("125") and not timeline.has_commits_after("145")
+    assert timeline.can_read_after("105")
+
+
+def test_a_checkpoint_before_the_active_timeline_or_the_cleaner_is_not_readable():
+    assert not Timeline(COMMITS, None, None).can_read_after("090"), "archived commits"
+    cleaned = Timeline(COMMITS, earliest_retained="120", last_consumed=None)
+    assert not cleaned.can_read_after("105"), "the commit requested at 110 may have been cleaned"
+    assert cleaned.can_read_after("130")
+
+
+def test_a_run_says_why_it_rebuilds():
+    inputs = {"bronze_t": Timeline(COMMITS, earliest_retained="120", last_consumed=None)}
+    assert _rebuild_reason(inputs, None) == "first run"
+    assert _rebuild_reason(inputs, {}) == "no checkpoint for input bronze_t"
+    assert "checkpoint 105 of input bronze_t is no longer on its active timeline" in \
+        _rebuild_reason(inputs, {"bronze_t": "105"})
+    assert _rebuild_reason(inputs, {"bronze_t": "130"}) is None
