@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from functools import reduce
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -42,6 +43,10 @@ DELETED = "_hoodie_is_deleted"
 
 class IncrementalError(RuntimeError):
     """A derived table cannot run; the message names it and says what to do."""
+
+
+class UnreadableChanges(Exception):
+    """Hudi could not read an input's change log for the range a run needs."""
 
 
 @dataclass(frozen=True)
@@ -146,7 +151,12 @@ class Runner:
                    if inputs[i.table.name].has_commits_after(consumed[i.table.name])]
         if not pending:
             return RunReport(table.name, "idle", seconds=time.monotonic() - began)
-        changes_read, upserted, deleted = self._increment(table, pending, consumed, ends)
+        try:
+            changes_read, upserted, deleted = self._increment(table, pending, consumed, ends)
+        except UnreadableChanges as error:
+            written = self._rebuild(table, ends)
+            return RunReport(table.name, "full", upserted=written,
+                             seconds=time.monotonic() - began, note=str(error))
         return RunReport(table.name, "incremental", changes_read, upserted, deleted,
                          time.monotonic() - began)
 
@@ -178,7 +188,19 @@ class Runner:
                                      consumed[source.table.name], ends[source.table.name],
                                      columns).persist()
             cached.append(changed)
-            changes_read += changed.count()
+            try:
+                changes_read += changed.count()
+            except Py4JJavaError as error:
+                # Seen after a writer died during inline compaction and its successor wrote
+                # on top of the pending compaction: Hudi 1.2's CDC reader fails on that
+                # commit. A rebuild from snapshots is always correct, so say so and do it.
+                for frame in cached:
+                    frame.unpersist()
+                cause = str(error.java_exception).splitlines()[0][:300]
+                raise UnreadableChanges(
+                    f"changes of input {source.table.name} in ({consumed[source.table.name]}, "
+                    f"{ends[source.table.name]}] are unreadable ({cause}); rebuilt from full "
+                    f"snapshots") from None
             affected.append(affected_keys(self.spark, table, source, changed))
         keys_frame = reduce(DataFrame.unionByName, affected).distinct().persist()
         cached.append(keys_frame)
