@@ -136,29 +136,32 @@ class Runner:
         began = time.monotonic()
         inputs = {i.table.name: self._input_timeline(table, i) for i in table.inputs}
         ends = {name: t.latest for name, t in inputs.items()}
-        for source in table.inputs:
-            snapshot(self.spark, source.table, self.settings).createOrReplaceTempView(source.alias)
+        transform = self.full_result(table)
 
         path = table.path(self.settings)
         consumed = timeline.read(self.spark, path).last_consumed if exists(self.spark, path) else None
         reason = "--full-refresh" if full_refresh else _rebuild_reason(inputs, consumed)
-        if reason:
-            written = self._rebuild(table, ends)
-            return RunReport(table.name, "full", upserted=written,
-                             seconds=time.monotonic() - began, note=reason)
+        if not reason:
+            pending = [i for i in table.inputs
+                       if inputs[i.table.name].has_commits_after(consumed[i.table.name])]
+            if not pending:
+                return RunReport(table.name, "idle", seconds=time.monotonic() - began)
+            try:
+                changes_read, upserted, deleted = self._increment(table, transform, pending,
+                                                                  consumed, ends)
+                return RunReport(table.name, "incremental", changes_read, upserted, deleted,
+                                 time.monotonic() - began)
+            except UnreadableChanges as error:
+                reason = str(error)
+        written = self._rebuild(table, transform, ends)
+        return RunReport(table.name, "full", upserted=written,
+                         seconds=time.monotonic() - began, note=reason)
 
-        pending = [i for i in table.inputs
-                   if inputs[i.table.name].has_commits_after(consumed[i.table.name])]
-        if not pending:
-            return RunReport(table.name, "idle", seconds=time.monotonic() - began)
-        try:
-            changes_read, upserted, deleted = self._increment(table, pending, consumed, ends)
-        except UnreadableChanges as error:
-            written = self._rebuild(table, ends)
-            return RunReport(table.name, "full", upserted=written,
-                             seconds=time.monotonic() - began, note=str(error))
-        return RunReport(table.name, "incremental", changes_read, upserted, deleted,
-                         time.monotonic() - began)
+    def full_result(self, table: DerivedTable) -> DataFrame:
+        """What `--full-refresh` writes: the transform over the inputs' whole snapshots."""
+        for source in table.inputs:
+            snapshot(self.spark, source.table, self.settings).createOrReplaceTempView(source.alias)
+        return self.spark.sql(table.transform_sql())
 
     def _input_timeline(self, table: DerivedTable, source: Input) -> timeline.Timeline:
         path = source.table.path(self.settings)
@@ -169,8 +172,8 @@ class Runner:
                 f"build it first (`lakehouse run` goes through the layers in order)")
         return found
 
-    def _rebuild(self, table: DerivedTable, ends: dict[str, str]) -> int:
-        result = self.spark.sql(table.transform_sql()).withColumn(DELETED, F.lit(False)).persist()
+    def _rebuild(self, table: DerivedTable, transform: DataFrame, ends: dict[str, str]) -> int:
+        result = transform.withColumn(DELETED, F.lit(False)).persist()
         try:
             rows = result.count()
             _write(result, table, self.settings, "insert_overwrite_table", ends)
@@ -178,10 +181,20 @@ class Runner:
         finally:
             result.unpersist()
 
-    def _increment(self, table: DerivedTable, pending: list[Input], consumed: dict[str, str],
-                   ends: dict[str, str]) -> tuple[int, int, int]:
+    def _increment(self, table: DerivedTable, transform: DataFrame, pending: list[Input],
+                   consumed: dict[str, str], ends: dict[str, str]) -> tuple[int, int, int]:
+        cached: list[DataFrame] = []
+        try:
+            return self._upsert_affected(table, transform, pending, consumed, ends, cached)
+        finally:
+            for frame in cached:
+                frame.unpersist()
+
+    def _upsert_affected(self, table: DerivedTable, transform: DataFrame, pending: list[Input],
+                         consumed: dict[str, str], ends: dict[str, str],
+                         cached: list[DataFrame]) -> tuple[int, int, int]:
         keys = list(table.record_key)
-        changes_read, affected, cached = 0, [], []
+        changes_read, affected = 0, []
         for source in pending:
             columns = self.spark.table(source.alias).schema
             changed = changed_images(self.spark, source.table, self.settings,
@@ -194,8 +207,6 @@ class Runner:
                 # Seen after a writer died during inline compaction and its successor wrote
                 # on top of the pending compaction: Hudi 1.2's CDC reader fails on that
                 # commit. A rebuild from snapshots is always correct, so say so and do it.
-                for frame in cached:
-                    frame.unpersist()
                 cause = str(error.java_exception).splitlines()[0][:300]
                 raise UnreadableChanges(
                     f"changes of input {source.table.name} in ({consumed[source.table.name]}, "
@@ -205,19 +216,15 @@ class Runner:
         keys_frame = reduce(DataFrame.unionByName, affected).distinct().persist()
         cached.append(keys_frame)
 
-        recomputed = self.spark.sql(table.transform_sql()).join(keys_frame, keys, "left_semi")
+        recomputed = transform.join(keys_frame, keys, "left_semi")
         current = snapshot(self.spark, table, self.settings).join(keys_frame, keys, "left_semi")
         current = current.select(recomputed.columns)
         upserts = recomputed.exceptAll(current).withColumn(DELETED, F.lit(False))
         deletes = current.join(recomputed.select(keys), keys, "left_anti").withColumn(DELETED, F.lit(True))
         batch = upserts.unionByName(deletes).persist()
         cached.append(batch)
-        try:
-            upserted, deleted = batch.agg(F.count_if(~F.col(DELETED)), F.count_if(F.col(DELETED))).first()
-            # Written even when empty: the commit moves the checkpoint past changes that
-            # turned out not to affect this table.
-            _write(batch, table, self.settings, "upsert", ends)
-            return changes_read, upserted, deleted
-        finally:
-            for frame in cached:
-                frame.unpersist()
+        upserted, deleted = batch.agg(F.count_if(~F.col(DELETED)), F.count_if(F.col(DELETED))).first()
+        # Written even when empty: the commit moves the checkpoint past changes that turned
+        # out not to affect this table.
+        _write(batch, table, self.settings, "upsert", ends)
+        return changes_read, upserted, deleted

@@ -30,16 +30,9 @@ def run_all(spark, settings) -> dict[str, str]:
     return {table.name: runner.run(table).mode for table in derived_tables()}
 
 
-def full_rebuild(spark, settings, table):
-    """What `--full-refresh` computes: the transform over the inputs' whole snapshots."""
-    for source in table.inputs:
-        snapshot(spark, source.table, settings).createOrReplaceTempView(source.alias)
-    return spark.sql(table.transform_sql())
-
-
 def assert_equals_full_rebuild(spark, settings, tables=None) -> None:
     for table in tables or derived_tables():
-        expected = full_rebuild(spark, settings, table)
+        expected = Runner(spark, settings).full_result(table)
         actual = snapshot(spark, table, settings).select(expected.columns)
         keys = list(table.record_key)
         assert actual.count() == actual.select(keys).distinct().count(), f"{table.name}: duplicate keys"
