@@ -56,7 +56,7 @@ test: install env ## unit and integration tests (starts the native services when
 test-unit: install ## unit tests only (no services)
 	$(VENV)/bin/pytest -q tests/unit
 
-bench: install env ## measure Bronze throughput and latency (stop the demo first); writes benchmarks/results/
+bench: install env ## measure Bronze throughput and latency, Silver/Gold incremental vs full (stop the demo first; ~40 min); writes benchmarks/results/
 	$(PYTHON) -m benchmarks
 
 clean: down ## stop everything and delete all local state under .lake/

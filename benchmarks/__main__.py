@@ -2,7 +2,9 @@
 
 Runs against the real services (started natively if none answer, stopped again afterwards)
 with a warehouse of its own under .lake/bench. The demo's workers must not run meanwhile:
-they would compete for the same cores and write to the same source tables.
+they would compete for the same cores and write to the same source tables. The Silver and
+Gold part grows the source tables to its largest size (1,000,000 sales lines by default)
+and leaves them so: `make clean` starts over.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import pyspark
 
-from benchmarks import bronze
+from benchmarks import bronze, derived
 from infra import stack
 from ingestion.seed import SeedSize, seed
 from lakehouse import demo, spark
@@ -65,8 +67,51 @@ def bronze_markdown(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def derived_markdown(results: dict) -> str:
+    lines = [f"# Silver and Gold benchmark ({results['machine']['date']})", "",
+             "Machine and versions: " + ", ".join(f"{k} {v}" for k, v in results["machine"].items()
+                                                  if k != "date"), "",
+             f"One incremental pass over every Silver and Gold table after "
+             f"{results['change_share']:.0%} of the sales lines changed (the most recent ones, "
+             f"one status step each), against `--full-refresh` of the same inputs:", "",
+             "| sales lines | changed | incremental s | full refresh s | full / incremental |",
+             "|---:|---:|---:|---:|---:|"]
+    for size in results["sizes"]:
+        lines.append(f"| {size['sales_lines']:,} | {size['changed_lines']:,} "
+                     f"| {size['incremental']['seconds']} | {size['full_refresh']['seconds']} "
+                     f"| {size['speedup']}x |")
+    for size in results["sizes"]:
+        lines += ["", f"Per table at {size['sales_lines']:,} lines:", "",
+                  "| table | changes read | upserted | deleted | incremental s | full refresh s |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for name, run in size["incremental"]["tables"].items():
+            lines.append(f"| {name} | {run['changes_read']:,} | {run['upserted']:,} "
+                         f"| {run['deleted']:,} | {run['seconds']} "
+                         f"| {size['full_refresh']['tables'][name]['seconds']} |")
+    return "\n".join(lines) + "\n"
+
+
+def _write(name: str, results: dict, markdown: str) -> None:
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    (RESULTS / f"{name}.md").write_text(markdown)
+    print(markdown)
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = sorted(int(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated line counts, got {text!r}") from None
+    if not sizes or sizes[0] <= 0:
+        raise argparse.ArgumentTypeError(f"line counts must be positive, got {text!r}")
+    return sizes
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--only", choices=("bronze", "derived"),
+                        help="run one part (default: both, Bronze first)")
     parser.add_argument("--seed-lines", type=int, default=100_000,
                         help="sales lines to seed when the source tables are empty")
     parser.add_argument("--changes", type=int, default=200_000,
@@ -75,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=50, help="Postgres transactions/s")
     parser.add_argument("--event-rate", type=float, default=200, help="Kafka events/s")
     parser.add_argument("--trigger-seconds", type=int, default=10)
+    parser.add_argument("--derived-sizes", type=_sizes, default=[100_000, 1_000_000],
+                        help="sales-line counts to measure Silver and Gold at (comma-separated)")
+    parser.add_argument("--change-share", type=float, default=0.01,
+                        help="share of the sales lines changed before the incremental pass")
     args = parser.parse_args(argv)
 
     settings = settings_module.load()
@@ -93,18 +142,20 @@ def main(argv: list[str] | None = None) -> int:
         bench = bronze.bench_settings(settings)
         shutil.rmtree(settings.state_dir / "bench", ignore_errors=True)
         session = spark.session(bench, "bench")
-        results = {"machine": machine(),
-                   "throughput": bronze.throughput(session, bench, args.changes),
-                   "latency": bronze.latency(session, bench, args.trigger_seconds, args.duration,
-                                             args.rate, args.event_rate)}
+        if args.only in (None, "bronze"):
+            results = {"machine": machine(),
+                       "throughput": bronze.throughput(session, bench, args.changes),
+                       "latency": bronze.latency(session, bench, args.trigger_seconds,
+                                                 args.duration, args.rate, args.event_rate)}
+            _write("bronze", results, bronze_markdown(results))
+        if args.only in (None, "derived"):
+            results = {"machine": machine(),
+                       **derived.measure(session, bench, args.derived_sizes, args.change_share)}
+            _write("derived", results, derived_markdown(results))
         session.stop()
     finally:
         if started_services:
             stack.stop(settings)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "bronze.json").write_text(json.dumps(results, indent=2) + "\n")
-    (RESULTS / "bronze.md").write_text(bronze_markdown(results))
-    print(bronze_markdown(results))
     return 0
 
 

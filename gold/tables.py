@@ -21,7 +21,7 @@ DAILY_SALES = DerivedTable(
     partitioning=Partitioning("order_month"),
     # A changed line's old and new (date, category, region) are both affected: its
     # before-image names the group it leaves, its after-image the one it joins.
-    inputs=(Input(UNIFIED_CUSTOMER_ORDERS, "orders"),),
+    inputs=(Input(UNIFIED_CUSTOMER_ORDERS, "orders", prune=("order_date", "order_date")),),
     transform="daily_sales",
 )
 

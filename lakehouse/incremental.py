@@ -8,7 +8,8 @@ A run of one derived table:
    alike, so a row that moves between groups recomputes both;
 3. recomputes exactly those keys with the table's transform over the inputs' current
    snapshots, keeps the rows that differ from what the table holds, and marks the keys the
-   transform no longer produces as deletes;
+   transform no longer produces as deletes; inputs declared with `prune` (and the output,
+   when partitioned by the pruned column) are read only where the affected values lie;
 4. upserts both in one Hudi commit whose metadata records the consumed `end` times, so the
    output and its checkpoint move together or not at all.
 
@@ -98,11 +99,26 @@ def changed_images(spark: SparkSession, table, settings: Settings, start: str, e
     return images.select(F.from_json("json", as_read).alias("image")).select(restored)
 
 
-def affected_keys(spark: SparkSession, table: DerivedTable, source: Input,
+def affected_rows(spark: SparkSession, table: DerivedTable, source: Input,
                   changed: DataFrame) -> DataFrame:
+    """The output's affected columns (key, and the columns inputs are pruned by) that the
+    changes of one input reach."""
     changed.createOrReplaceTempView("changed")
-    query = source.affects or f"SELECT {', '.join(table.record_key)} FROM changed"
-    return spark.sql(query).select(*table.record_key)
+    columns = table.affected_columns
+    query = source.affects or f"SELECT {', '.join(columns)} FROM changed"
+    found = spark.sql(query)
+    missing = [c for c in columns if c not in found.columns]
+    if missing:
+        raise IncrementalError(f"{table.name}: what input {source.alias} affects must include "
+                               f"{', '.join(missing)}; add it to the Input's `affects` query")
+    return found.select(*columns)
+
+
+def _within(frame: DataFrame, column: str, values: list) -> DataFrame:
+    """Rows whose `column` holds one of `values`, as a filter on literals so that Hudi can
+    prune partitions by it (whatever type the values were found in)."""
+    kind = frame.schema[column].dataType
+    return frame.where(F.col(column).isin([F.lit(v).cast(kind) for v in values]))
 
 
 def _write(frame: DataFrame, table: DerivedTable, settings: Settings, operation: str,
@@ -136,7 +152,8 @@ class Runner:
         began = time.monotonic()
         inputs = {i.table.name: self._input_timeline(table, i) for i in table.inputs}
         ends = {name: t.latest for name, t in inputs.items()}
-        transform = self.full_result(table)
+        snapshots = self._snapshots(table)
+        transform = self._transform(table, snapshots)
 
         path = table.path(self.settings)
         consumed = timeline.read(self.spark, path).last_consumed if exists(self.spark, path) else None
@@ -147,8 +164,8 @@ class Runner:
             if not pending:
                 return RunReport(table.name, "idle", seconds=time.monotonic() - began)
             try:
-                changes_read, upserted, deleted = self._increment(table, transform, pending,
-                                                                  consumed, ends)
+                changes_read, upserted, deleted = self._increment(
+                    table, snapshots, transform, pending, consumed, ends)
                 return RunReport(table.name, "incremental", changes_read, upserted, deleted,
                                  time.monotonic() - began)
             except UnreadableChanges as error:
@@ -159,8 +176,15 @@ class Runner:
 
     def full_result(self, table: DerivedTable) -> DataFrame:
         """What `--full-refresh` writes: the transform over the inputs' whole snapshots."""
-        for source in table.inputs:
-            snapshot(self.spark, source.table, self.settings).createOrReplaceTempView(source.alias)
+        return self._transform(table, self._snapshots(table))
+
+    def _snapshots(self, table: DerivedTable) -> dict[str, DataFrame]:
+        return {i.alias: snapshot(self.spark, i.table, self.settings) for i in table.inputs}
+
+    def _transform(self, table: DerivedTable, views: dict[str, DataFrame]) -> DataFrame:
+        """The transform over `views`; Spark resolves them now, so they can be replaced after."""
+        for alias, frame in views.items():
+            frame.createOrReplaceTempView(alias)
         return self.spark.sql(table.transform_sql())
 
     def _input_timeline(self, table: DerivedTable, source: Input) -> timeline.Timeline:
@@ -181,26 +205,31 @@ class Runner:
         finally:
             result.unpersist()
 
-    def _increment(self, table: DerivedTable, transform: DataFrame, pending: list[Input],
-                   consumed: dict[str, str], ends: dict[str, str]) -> tuple[int, int, int]:
+    def _increment(self, table: DerivedTable, snapshots: dict[str, DataFrame],
+                   transform: DataFrame, pending: list[Input], consumed: dict[str, str],
+                   ends: dict[str, str]) -> tuple[int, int, int]:
         cached: list[DataFrame] = []
+
+        def cache(frame: DataFrame) -> DataFrame:
+            cached.append(frame.persist())
+            return frame
+
         try:
-            return self._upsert_affected(table, transform, pending, consumed, ends, cached)
+            changes_read, affected = self._read_changes(table, pending, consumed, ends, cache)
+            return (changes_read, *self._upsert_affected(table, snapshots, transform, affected,
+                                                         ends, cache))
         finally:
             for frame in cached:
                 frame.unpersist()
 
-    def _upsert_affected(self, table: DerivedTable, transform: DataFrame, pending: list[Input],
-                         consumed: dict[str, str], ends: dict[str, str],
-                         cached: list[DataFrame]) -> tuple[int, int, int]:
-        keys = list(table.record_key)
+    def _read_changes(self, table: DerivedTable, pending: list[Input], consumed: dict[str, str],
+                      ends: dict[str, str], cache) -> tuple[int, DataFrame]:
         changes_read, affected = 0, []
         for source in pending:
             columns = self.spark.table(source.alias).schema
-            changed = changed_images(self.spark, source.table, self.settings,
-                                     consumed[source.table.name], ends[source.table.name],
-                                     columns).persist()
-            cached.append(changed)
+            changed = cache(changed_images(self.spark, source.table, self.settings,
+                                           consumed[source.table.name], ends[source.table.name],
+                                           columns))
             try:
                 changes_read += changed.count()
             except Py4JJavaError as error:
@@ -212,19 +241,36 @@ class Runner:
                     f"changes of input {source.table.name} in ({consumed[source.table.name]}, "
                     f"{ends[source.table.name]}] are unreadable ({cause}); rebuilt from full "
                     f"snapshots") from None
-            affected.append(affected_keys(self.spark, table, source, changed))
-        keys_frame = reduce(DataFrame.unionByName, affected).distinct().persist()
-        cached.append(keys_frame)
+            affected.append(affected_rows(self.spark, table, source, changed))
+        return changes_read, cache(reduce(DataFrame.unionByName, affected).distinct())
 
-        recomputed = transform.join(keys_frame, keys, "left_semi")
-        current = snapshot(self.spark, table, self.settings).join(keys_frame, keys, "left_semi")
-        current = current.select(recomputed.columns)
+    def _upsert_affected(self, table: DerivedTable, snapshots: dict[str, DataFrame],
+                         transform: DataFrame, affected: DataFrame, ends: dict[str, str],
+                         cache) -> tuple[int, int]:
+        keys = list(table.record_key)
+        scope = {column: [row[0] for row in affected.select(column).distinct().collect()]
+                 for column in dict.fromkeys(i.prune[1] for i in table.inputs if i.prune)}
+        pruned_views = {i.alias: _within(snapshots[i.alias], i.prune[0], scope[i.prune[1]])
+                        if i.prune else snapshots[i.alias] for i in table.inputs}
+        recomputed = self._transform(table, pruned_views).join(affected, keys, "left_semi")
+        current = snapshot(self.spark, table, self.settings)
+        if table.partitioning and table.partitioning.column in scope:
+            current = _within(current, table.partitioning.column, scope[table.partitioning.column])
+        current = current.join(affected, keys, "left_semi").select(recomputed.columns)
+
         upserts = recomputed.exceptAll(current).withColumn(DELETED, F.lit(False))
-        deletes = current.join(recomputed.select(keys), keys, "left_anti").withColumn(DELETED, F.lit(True))
-        batch = upserts.unionByName(deletes).persist()
-        cached.append(batch)
+        deletes = current.join(recomputed.select(keys), keys, "left_anti")
+        if any(column not in keys for column in scope):
+            # A row missing from the pruned inputs may have moved out of the affected values
+            # in an input commit newer than this run's end (snapshots can be newer). Only the
+            # whole inputs can tell, so the few delete candidates are looked up there.
+            deletes = cache(deletes)
+            if deletes.count():
+                deletes = deletes.join(transform.join(deletes.select(keys), keys, "left_semi"),
+                                       keys, "left_anti")
+        batch = cache(upserts.unionByName(deletes.withColumn(DELETED, F.lit(True))))
         upserted, deleted = batch.agg(F.count_if(~F.col(DELETED)), F.count_if(F.col(DELETED))).first()
         # Written even when empty: the commit moves the checkpoint past changes that turned
         # out not to affect this table.
         _write(batch, table, self.settings, "upsert", ends)
-        return changes_read, upserted, deleted
+        return upserted, deleted

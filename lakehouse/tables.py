@@ -62,15 +62,21 @@ class Input:
     by, and how a change to one of its rows picks the output rows to recompute.
 
     `affects` is a SELECT over the view `changed` (the before- and after-image of every
-    changed input row) and the input views, returning output key columns. Without it the
-    changed rows' own values of the output key columns are the affected keys, which fits
-    any input that carries the output's key: a sales line for its order row, a line's old
-    and new (date, category, region) for a daily aggregate.
+    changed input row) and the input views, returning the output's affected columns (its
+    key, plus the output column of any `prune`). Without it the changed rows' own values of
+    those columns are used, which fits any input that carries the output's key: a line's
+    old and new (date, category, region) for a daily aggregate.
+
+    `prune = (input_column, output_column)` says that output rows with output_column = v
+    are computed from this input's rows with input_column = v only (a sales line of day v
+    lands in day v). A run then reads only the input rows, and the partitions of the
+    output, holding the affected values: a day's changes read that day, not the year.
     """
 
     table: Table
     alias: str
     affects: str | None = None
+    prune: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,6 +103,13 @@ class DerivedTable(Table):
                              f"their change log is what incremental runs read")
         if not self.transform_path.is_file():
             raise ValueError(f"table {self.name}: transform {self.transform_path} does not exist")
+
+    @property
+    def affected_columns(self) -> tuple[str, ...]:
+        """What an input change resolves to: the output key, and the output columns inputs
+        are pruned by."""
+        pruned = [i.prune[1] for i in self.inputs if i.prune and i.prune[1] not in self.record_key]
+        return self.record_key + tuple(dict.fromkeys(pruned))
 
     @property
     def transform_path(self) -> Path:

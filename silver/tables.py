@@ -24,14 +24,16 @@ UNIFIED_CUSTOMER_ORDERS = DerivedTable(
     partitioning=Partitioning("order_date"),
     change_log=True,
     inputs=(
-        Input(SALES_TRANSACTIONS, "sales"),
+        # A line's order_date is its Bronze day: a run reads the days its changes fall on.
+        Input(SALES_TRANSACTIONS, "sales", prune=("dt", "order_date"), affects="""
+            SELECT order_id, line_item_id, dt AS order_date FROM changed"""),
         # A customer or product change reaches every line that references it, including
         # lines held back until now for want of it.
         Input(CUSTOMER_MASTER, "customers", affects="""
-            SELECT s.order_id, s.line_item_id FROM sales s
+            SELECT s.order_id, s.line_item_id, s.dt AS order_date FROM sales s
             JOIN changed c ON c.customer_id = s.customer_id"""),
         Input(PRODUCT_CATALOG, "products", affects="""
-            SELECT s.order_id, s.line_item_id FROM sales s
+            SELECT s.order_id, s.line_item_id, s.dt AS order_date FROM sales s
             JOIN changed p ON p.product_id = s.product_id"""),
     ),
     transform="unified_customer_orders",
@@ -74,7 +76,7 @@ PRODUCT_DAILY_INVENTORY = DerivedTable(
     ordering=("last_checked_ts",),
     partitioning=Partitioning("date"),
     change_log=True,
-    inputs=(Input(INVENTORY_UPDATES, "inventory", affects="""
+    inputs=(Input(INVENTORY_UPDATES, "inventory", prune=("dt", "date"), affects="""
         SELECT sku, to_date(update_ts) AS date FROM changed"""),),
     transform="product_daily_inventory",
 )

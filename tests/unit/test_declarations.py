@@ -77,3 +77,11 @@ def test_a_derived_table_names_an_existing_transform():
     with pytest.raises(ValueError, match=r"transform .*silver/transforms/missing.sql does not exist"):
         DerivedTable(name="t", layer="silver", record_key=("order_id",), ordering=("x",),
                      inputs=(Input(SALES_TRANSACTIONS, "sales"),), transform="missing")
+
+
+def test_changes_resolve_to_the_key_and_the_columns_inputs_are_pruned_by():
+    from silver.tables import UNIFIED_CUSTOMER_ORDERS
+
+    # A line's day is not part of its key, so its changes must name it; a daily group's is.
+    assert UNIFIED_CUSTOMER_ORDERS.affected_columns == ("order_id", "line_item_id", "order_date")
+    assert DAILY_SALES.affected_columns == DAILY_SALES.record_key
