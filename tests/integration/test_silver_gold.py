@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
-from bronze.tables import SALES_TRANSACTIONS
 from gold.tables import DAILY_SALES
 from ingestion.events import EventStreams, encode
 from ingestion.topics import CLICKSTREAM_TOPIC
@@ -178,26 +177,3 @@ def test_kill_minus_nine_during_a_silver_write_neither_loses_nor_double_counts(s
     reports = run_all(spark, services)
     assert reports[UNIFIED_CUSTOMER_ORDERS.name] == "incremental"
     assert_equals_full_rebuild(spark, services)
-
-
-def test_a_change_log_hudi_cannot_read_is_replaced_by_a_rebuild_that_says_why(services, spark, db):
-    runner = Runner(spark, services)
-    drain_until_equal(spark, services, db)
-    runner.run(UNIFIED_CUSTOMER_ORDERS)
-    run_workload(db, steps=60, seed=501)
-    drain_until_equal(spark, services, db)
-    # What a Bronze writer killed during inline compaction leaves behind: a compaction
-    # planned, not done. The next writer's delta commit lands on top of it, and Hudi 1.2's
-    # change-log reader fails on that commit.
-    spark.sql(f"CALL run_compaction(op => 'schedule', path => '{SALES_TRANSACTIONS.path(services)}', "
-              f"options => 'hoodie.compact.inline.max.delta.commits=1')").collect()
-    run_workload(db, steps=60, seed=502)
-    drain_until_equal(spark, services, db)
-
-    report = runner.run(UNIFIED_CUSTOMER_ORDERS)
-    assert (report.mode, "are unreadable" in report.note) == ("full", True), report.line()
-    assert_equals_full_rebuild(spark, services, [UNIFIED_CUSTOMER_ORDERS])
-    run_workload(db, steps=30, seed=503)
-    drain_until_equal(spark, services, db)
-    assert runner.run(UNIFIED_CUSTOMER_ORDERS).mode == "incremental"
-    assert_equals_full_rebuild(spark, services, [UNIFIED_CUSTOMER_ORDERS])
