@@ -45,7 +45,7 @@ class BenchmarkError(RuntimeError):
     pass
 
 
-def _wait_for_capture(settings: Settings, topic: str, target: int, timeout: float) -> float:
+def wait_for_capture(settings: Settings, topic: str, target: int, timeout: float) -> float:
     began = time.monotonic()
     while messages_in(settings, topic) < target:
         if time.monotonic() - began > timeout:
@@ -95,7 +95,7 @@ def throughput(spark: SparkSession, settings: Settings, changes: int, report=pri
         with connect(settings) as conn:
             events = apply(conn)
         postgres_seconds = time.monotonic() - began
-        capture_seconds = _wait_for_capture(settings, topic, before + events,
+        capture_seconds = wait_for_capture(settings, topic, before + events,
                                             timeout=max(120.0, events / 1000))
         job = BronzeJob(spark, settings, (SALES_TRANSACTIONS,))
         began = time.monotonic()

@@ -19,7 +19,7 @@ import time
 
 from pyspark.sql import SparkSession
 
-from benchmarks.bronze import BENCH_SEED, _wait_for_capture
+from benchmarks.bronze import BENCH_SEED, wait_for_capture
 from bronze.job import BronzeJob
 from bronze.tables import SALES_TRANSACTIONS
 from ingestion import generators
@@ -68,7 +68,7 @@ def _change_recent_lines(settings: Settings, share: float) -> int:
                     SELECT order_id, line_item_id FROM retail.sales_transactions
                     ORDER BY order_id DESC, line_item_id DESC LIMIT %s)
                 UPDATE retail.sales_transactions s
-                SET status = CASE s.status {transitions} END, updated_ts = now()
+                SET status = CASE s.status {transitions} ELSE s.status END, updated_ts = now()
                 FROM recent r
                 WHERE s.order_id = r.order_id AND s.line_item_id = r.line_item_id""",
             (round(total * share),)).rowcount
@@ -77,7 +77,7 @@ def _change_recent_lines(settings: Settings, share: float) -> int:
 def _land(spark: SparkSession, settings: Settings, expected_sales_events: int,
           since_offsets: int) -> float:
     """Waits for Debezium to publish the sales events, then drains Kafka into Bronze."""
-    _wait_for_capture(settings, SALES_TRANSACTIONS.topic, since_offsets + expected_sales_events,
+    wait_for_capture(settings, SALES_TRANSACTIONS.topic, since_offsets + expected_sales_events,
                       timeout=max(120.0, expected_sales_events / 1000))
     began = time.monotonic()
     BronzeJob(spark, settings).drain()
