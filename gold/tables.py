@@ -6,6 +6,7 @@ lakehouse/incremental.py.
 
 from __future__ import annotations
 
+from lakehouse import quality as expect
 from lakehouse.tables import DerivedTable, Input, Partitioning
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 
@@ -23,6 +24,11 @@ DAILY_SALES = DerivedTable(
     # before-image names the group it leaves, its after-image the one it joins.
     inputs=(Input(UNIFIED_CUSTOMER_ORDERS, "orders", prune=("order_date", "order_date")),),
     transform="daily_sales",
+    expectations=(
+        expect.between("total_sales_amount", 0, name="total_sales_amount >= 0"),
+        expect.between("units_sold", 1, name="units_sold > 0"),
+        expect.row_count(minimum=1),
+    ),
 )
 
 CUSTOMER_SEGMENTS = DerivedTable(
@@ -36,6 +42,11 @@ CUSTOMER_SEGMENTS = DerivedTable(
     partitioning=Partitioning("segment"),
     inputs=(Input(CUSTOMER_PROFILES, "profiles"),),
     transform="customer_segments",
+    expectations=(
+        # The transform's CASE names every segment; anything else is a bug in it.
+        expect.in_set("segment", ("prospect", "champion", "big_spender", "loyal", "one_time",
+                                  "occasional"), tier=expect.FAIL),
+    ),
 )
 
 GOLD_TABLES = (DAILY_SALES, CUSTOMER_SEGMENTS)

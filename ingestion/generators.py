@@ -11,6 +11,8 @@ import uuid
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 
+from lakehouse.domain import CHANNELS, ORDER_STATUSES
+
 CENT = Decimal("0.01")
 
 # (city, state, country, region)
@@ -45,11 +47,7 @@ CATEGORIES = {
     "grocery": (["FreshFarm", "Pantry+"], ["Coffee", "Olive Oil", "Tea", "Granola"],
                 (Decimal("2"), Decimal("40"))),
 }
-CHANNELS = ["web", "mobile", "store", "marketplace"]
 STORE_IDS = [f"ST-{n:03d}" for n in range(1, 21)]
-ORDER_STATUSES = ["pending", "completed", "cancelled", "returned"]
-EVENT_TYPES = ["page_view", "product_view", "search", "add_to_cart", "remove_from_cart",
-               "checkout", "purchase"]
 DEVICES = ["desktop", "mobile", "tablet"]
 INVENTORY_LOCATIONS = ["WH-EAST", "WH-WEST", "WH-EU", "WH-APAC"] + STORE_IDS[:6]
 INVENTORY_REASONS = ["sale", "restock", "return", "adjustment", "damage"]

@@ -17,6 +17,7 @@ import psycopg
 
 from ingestion import generators
 from ingestion.seed import COLUMNS
+from lakehouse import domain
 from lakehouse.settings import ConfigurationError
 
 
@@ -81,7 +82,7 @@ def recent_order(rng: random.Random, keys: KeySpace) -> int:
 
 def status_change(conn, rng, keys, now):
     order_id = recent_order(rng, keys)
-    status = rng.choices(generators.ORDER_STATUSES, weights=[5, 70, 15, 10])[0]
+    status = rng.choices(domain.ORDER_STATUSES, weights=[5, 70, 15, 10])[0]
     conn.execute("UPDATE retail.sales_transactions SET status = %s, updated_ts = %s"
                  " WHERE order_id = %s", (status, now, order_id))
     return "status_change"

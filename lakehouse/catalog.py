@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from lakehouse.settings import Settings
-from lakehouse.tables import LAYERS, DerivedTable, Table
+from lakehouse.tables import LAYERS, DerivedTable, Table, quality_results_table
 
 
 def derived_tables() -> list[DerivedTable]:
@@ -33,7 +33,10 @@ def derived_tables() -> list[DerivedTable]:
 def declared_tables() -> list[Table]:
     from bronze.tables import BRONZE_TABLES
 
-    return [t for bronze in BRONZE_TABLES for t in (bronze, bronze.quarantine)] + derived_tables()
+    derived = derived_tables()
+    return ([t for bronze in BRONZE_TABLES for t in (bronze, bronze.quarantine)]
+            + [t for table in derived for t in (table, table.quarantine)]
+            + [quality_results_table(layer) for layer in sorted({t.layer for t in derived})])
 
 
 def exists(spark: SparkSession, path: str) -> bool:

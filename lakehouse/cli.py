@@ -157,8 +157,11 @@ def _derived(args, settings, layer: str) -> int:
     tables = _derived_tables(args, layer)
     with exclusive_writer(settings, layer):
         runner = Runner(_spark(settings, layer), settings)
-        for table in tables:
-            print(runner.run(table, args.full_refresh).line(), flush=True)
+        try:
+            for table in tables:
+                print(runner.run(table, args.full_refresh).line(), flush=True)
+        finally:
+            runner.record_results()
     return 0
 
 
@@ -179,6 +182,7 @@ def _run_continuously(args, settings) -> int:
 
     from lakehouse.incremental import IncrementalError, Runner
     from lakehouse.locks import exclusive_writer
+    from lakehouse.quality import QualityGateFailed
 
     with ExitStack() as locks:
         for layer in ("bronze", "silver", "gold"):
@@ -207,6 +211,11 @@ def _run_continuously(args, settings) -> int:
                     except IncrementalError as waiting:
                         # Bronze has not landed this input yet: the next round tries again.
                         print(f"{table.name:<40} waiting: {waiting}", flush=True)
+                    except QualityGateFailed as blocked:
+                        # Nothing was committed; the table stays blocked, the others go on,
+                        # and each round retries it until the rows are fixed at the source.
+                        print(f"{table.name:<40} blocked: {blocked}", flush=True)
+                runner.record_results()
         except KeyboardInterrupt:
             for query in job.spark.streams.active:
                 query.stop()

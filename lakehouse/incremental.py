@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from functools import reduce
 
 from py4j.protocol import Py4JJavaError
@@ -34,10 +35,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakehouse import timeline
+from lakehouse import quality, timeline
 from lakehouse.catalog import exists
 from lakehouse.settings import Settings
-from lakehouse.tables import DerivedTable, Input, hudi_options
+from lakehouse.tables import DerivedTable, Input, Table, hudi_options, quality_results_table
 
 DELETED = "_hoodie_is_deleted"
 
@@ -51,6 +52,21 @@ class UnreadableChanges(Exception):
 
 
 @dataclass(frozen=True)
+class Reconciliation:
+    """Where a promotion's input rows (the output keys it recomputed) went."""
+
+    rows_in: int
+    promoted: int
+    quarantined: int
+    held_back: int
+    removed: int
+
+    def line(self) -> str:
+        return (f"{self.rows_in} in = {self.promoted} promoted + {self.quarantined} quarantined + "
+                f"{self.held_back} held back + {self.removed} removed at the source")
+
+
+@dataclass(frozen=True)
 class RunReport:
     table: str
     mode: str  # "incremental", "full" or "idle"
@@ -59,6 +75,8 @@ class RunReport:
     deleted: int = 0
     seconds: float = 0.0
     note: str = ""
+    reconciliation: Reconciliation | None = None
+    breaches: tuple[str, ...] = ()  # warn- and quarantine-tier rules the batch broke
 
     def line(self) -> str:
         if self.mode == "idle":
@@ -66,7 +84,11 @@ class RunReport:
         what = "incremental" if self.mode == "incremental" else "full refresh"
         text = (f"{self.table:<40} {what:<12} {self.changes_read:>9} changes read  "
                 f"{self.upserted:>9} upserted  {self.deleted:>7} deleted  {self.seconds:6.1f} s")
-        return f"{text}  ({self.note})" if self.note else text
+        lines = [f"{text}  ({self.note})" if self.note else text]
+        if self.reconciliation:
+            lines.append(f"    reconciled: {self.reconciliation.line()}")
+        lines += [f"    {breach}" for breach in self.breaches]
+        return "\n".join(lines)
 
 
 def snapshot(spark: SparkSession, table, settings: Settings) -> DataFrame:
@@ -121,12 +143,13 @@ def _within(frame: DataFrame, column: str, values: list) -> DataFrame:
     return frame.where(F.col(column).isin([F.lit(v).cast(kind) for v in values]))
 
 
-def _write(frame: DataFrame, table: DerivedTable, settings: Settings, operation: str,
-           consumed: dict[str, str]) -> None:
-    options = hudi_options(table, settings) | {
-        "hoodie.datasource.write.operation": operation,
-        timeline.CONSUMED_KEY: json.dumps(consumed, sort_keys=True),
-    }
+def write(frame: DataFrame, table: Table, settings: Settings, operation: str,
+          consumed: dict[str, str] | None = None) -> None:
+    """One Hudi commit of `frame` into `table`; `consumed`, when given, is the checkpoint
+    that moves with it (commit metadata)."""
+    options = hudi_options(table, settings) | {"hoodie.datasource.write.operation": operation}
+    if consumed is not None:
+        options[timeline.CONSUMED_KEY] = json.dumps(consumed, sort_keys=True)
     frame.write.format("hudi").options(**options).mode("append").save(table.path(settings))
 
 
@@ -144,9 +167,21 @@ def _rebuild_reason(inputs: dict[str, timeline.Timeline], consumed: dict[str, st
     return None
 
 
+RESULTS_SCHEMA = T.StructType([
+    T.StructField("run_id", T.StringType()), T.StructField("table_name", T.StringType()),
+    T.StructField("rule", T.StringType()), T.StructField("tier", T.StringType()),
+    T.StructField("input_instants", T.StringType()), T.StructField("full_refresh", T.BooleanType()),
+    T.StructField("success", T.BooleanType()), T.StructField("rows_checked", T.LongType()),
+    T.StructField("unexpected_count", T.LongType()), T.StructField("sample_values", T.StringType()),
+    T.StructField("validated_at", T.TimestampType()), T.StructField("validated_date", T.DateType()),
+])
+
+
 class Runner:
     def __init__(self, spark: SparkSession, settings: Settings):
         self.spark, self.settings = spark, settings
+        self._gate: quality.Gate | None = None
+        self._results: dict[str, list[tuple]] = {}
 
     def run(self, table: DerivedTable, full_refresh: bool = False) -> RunReport:
         began = time.monotonic()
@@ -164,19 +199,29 @@ class Runner:
             if not pending:
                 return RunReport(table.name, "idle", seconds=time.monotonic() - began)
             try:
-                changes_read, upserted, deleted = self._increment(
-                    table, snapshots, transform, pending, consumed, ends)
-                return RunReport(table.name, "incremental", changes_read, upserted, deleted,
-                                 time.monotonic() - began)
+                return self._increment(table, snapshots, transform, pending, consumed, ends, began)
             except UnreadableChanges as error:
                 reason = str(error)
-        written = self._rebuild(table, transform, ends)
-        return RunReport(table.name, "full", upserted=written,
-                         seconds=time.monotonic() - began, note=reason)
+        return self._rebuild(table, transform, ends, began, reason)
 
     def full_result(self, table: DerivedTable) -> DataFrame:
-        """What `--full-refresh` writes: the transform over the inputs' whole snapshots."""
+        """The transform over the inputs' whole snapshots: what `--full-refresh` validates,
+        then promotes or keeps out row by row."""
         return self._transform(table, self._snapshots(table))
+
+    def record_results(self) -> None:
+        """Writes the validation results gathered since the last call to each layer's
+        results table, one commit per layer; called after a run fails, too."""
+        for layer, rows in sorted(self._results.items()):
+            frame = self.spark.createDataFrame(rows, RESULTS_SCHEMA)
+            write(frame, quality_results_table(layer), self.settings, "insert")
+        self._results.clear()
+
+    @property
+    def gate(self) -> quality.Gate:
+        if self._gate is None:
+            self._gate = quality.Gate(self.spark, self.settings.quality_dir)
+        return self._gate
 
     def _snapshots(self, table: DerivedTable) -> dict[str, DataFrame]:
         return {i.alias: snapshot(self.spark, i.table, self.settings) for i in table.inputs}
@@ -196,18 +241,114 @@ class Runner:
                 f"build it first (`lakehouse run` goes through the layers in order)")
         return found
 
-    def _rebuild(self, table: DerivedTable, transform: DataFrame, ends: dict[str, str]) -> int:
-        result = transform.withColumn(DELETED, F.lit(False)).persist()
+    def _validate(self, table: DerivedTable, candidates: DataFrame, ends: dict[str, str],
+                  full_refresh: bool) -> quality.Verdict:
+        """The gate: every rule over the rows about to be promoted, recorded whatever the
+        outcome; a fail-tier breach stops the run here, before anything is written."""
+        verdict = self.gate.validate(table.name, table.rules, table.record_key, candidates)
+        validated_at = datetime.now(timezone.utc).replace(tzinfo=None)
+        run_id = f"{validated_at:%Y%m%d%H%M%S%f}"
+        instants = json.dumps(ends, sort_keys=True)
+        self._results.setdefault(table.layer, []).extend(
+            (run_id, table.name, o.rule.name, o.rule.tier, instants, full_refresh, o.success,
+             verdict.rows, o.unexpected_count, json.dumps(o.samples, default=str),
+             validated_at, validated_at.date())
+            for o in verdict.outcomes)
+        if verdict.failures:
+            raise quality.QualityGateFailed(
+                "; ".join(f.message(table.name, verdict.rows) for f in verdict.failures)
+                + f". Nothing was committed and the checkpoint of {table.name} did not move: "
+                  f"correct those rows at the source (or the rule in {table.layer}/tables.py) "
+                  f"and run again.")
+        return verdict
+
+    def _keep_out(self, table: DerivedTable, candidates: DataFrame, verdict: quality.Verdict,
+                  affected: DataFrame | None, ends: dict[str, str]) -> None:
+        """Brings the quarantine table in line with the verdict for the affected keys (all
+        keys on a full refresh): kept-out rows are upserted with their reasons, and rows no
+        longer kept out (fixed, or promoted now that a late dimension arrived) leave."""
+        keys, quarantine = list(table.record_key), table.quarantine
+        kept_out = (candidates.join(verdict.quarantined, keys)
+                    .withColumn("input_instants", F.lit(json.dumps(ends, sort_keys=True)))
+                    .withColumn("quarantined_at", F.current_timestamp())
+                    .withColumn(DELETED, F.lit(False)))
+        if exists(self.spark, quarantine.path(self.settings)):
+            held = snapshot(self.spark, quarantine, self.settings)
+            if affected is not None:
+                held = held.join(affected, keys, "left_semi")
+            released = held.join(verdict.quarantined.select(keys), keys, "left_anti")
+            kept_out = kept_out.unionByName(released.withColumn(DELETED, F.lit(True)))
+        elif not verdict.quarantined.take(1):
+            return
+        kept_out = kept_out.persist()
         try:
-            rows = result.count()
-            _write(result, table, self.settings, "insert_overwrite_table", ends)
-            return rows
+            if kept_out.take(1):
+                write(kept_out, quarantine, self.settings, "upsert")
+        finally:
+            kept_out.unpersist()
+
+    def _current(self, table: DerivedTable, scope: dict[str, list]) -> DataFrame:
+        """The table's rows, only the partitions in `scope` when it is partitioned by one of
+        its columns."""
+        current = snapshot(self.spark, table, self.settings)
+        if table.partitioning and table.partitioning.column in scope:
+            current = _within(current, table.partitioning.column, scope[table.partitioning.column])
+        return current
+
+    def _reconcile(self, table: DerivedTable, rows_in: DataFrame, produced: DataFrame,
+                   scope: dict[str, list]) -> Reconciliation:
+        """Counts, from what the table and its quarantine hold after the commit, where each
+        input row went; a row the transform produced that is in neither, or in both, fails
+        the run."""
+        keys = list(table.record_key)
+        promoted = self._current(table, scope).select(keys).join(rows_in, keys, "left_semi")
+        quarantine = table.quarantine
+        kept = (snapshot(self.spark, quarantine, self.settings).select(*keys, "quarantine_status")
+                if exists(self.spark, quarantine.path(self.settings))
+                else rows_in.limit(0).withColumn("quarantine_status", F.lit(None).cast("string")))
+        status = F.col("quarantine_status")
+        where = (rows_in.join(promoted.withColumn("promoted", F.lit(True)), keys, "left")
+                 .join(kept, keys, "left")
+                 .join(produced.withColumn("produced", F.lit(True)), keys, "left"))
+        total, promoted_rows, quarantined, held_back, both, neither = where.agg(
+            F.count(F.lit(1)), F.count_if(F.col("promoted")),
+            F.count_if(status == quality.QUARANTINED), F.count_if(status == quality.HELD_BACK),
+            F.count_if(F.col("promoted") & status.isNotNull()),
+            F.count_if(F.col("produced") & F.col("promoted").isNull() & status.isNull())).first()
+        if both or neither:
+            raise IncrementalError(
+                f"{table.name}: reconciliation failed: of {total} input rows, {neither} are "
+                f"neither promoted nor kept out and {both} are both; the commit is in the table, "
+                f"rerun with --full-refresh after fixing the cause")
+        return Reconciliation(total, promoted_rows, quarantined, held_back,
+                              total - promoted_rows - quarantined - held_back)
+
+    def _report(self, table: DerivedTable, mode: str, began: float, verdict: quality.Verdict,
+                reconciliation: Reconciliation, **counts) -> RunReport:
+        breaches = tuple(o.message(table.name, verdict.rows) for o in verdict.outcomes
+                         if not o.success)
+        return RunReport(table.name, mode, seconds=time.monotonic() - began,
+                         reconciliation=reconciliation, breaches=breaches, **counts)
+
+    def _rebuild(self, table: DerivedTable, transform: DataFrame, ends: dict[str, str],
+                 began: float, reason: str) -> RunReport:
+        keys = list(table.record_key)
+        result = transform.persist()
+        try:
+            verdict = self._validate(table, result, ends, full_refresh=True)
+            self._keep_out(table, result, verdict, None, ends)
+            promoted = result.join(verdict.quarantined.select(keys), keys, "left_anti")
+            write(promoted.withColumn(DELETED, F.lit(False)), table, self.settings,
+                  "insert_overwrite_table", ends)
+            reconciliation = self._reconcile(table, result.select(keys), result.select(keys), {})
+            return self._report(table, "full", began, verdict, reconciliation,
+                                upserted=reconciliation.promoted, note=reason)
         finally:
             result.unpersist()
 
     def _increment(self, table: DerivedTable, snapshots: dict[str, DataFrame],
                    transform: DataFrame, pending: list[Input], consumed: dict[str, str],
-                   ends: dict[str, str]) -> tuple[int, int, int]:
+                   ends: dict[str, str], began: float) -> RunReport:
         cached: list[DataFrame] = []
 
         def cache(frame: DataFrame) -> DataFrame:
@@ -216,8 +357,8 @@ class Runner:
 
         try:
             changes_read, affected = self._read_changes(table, pending, consumed, ends, cache)
-            return (changes_read, *self._upsert_affected(table, snapshots, transform, affected,
-                                                         ends, cache))
+            return self._upsert_affected(table, snapshots, transform, affected, ends, cache,
+                                         began, changes_read)
         finally:
             for frame in cached:
                 frame.unpersist()
@@ -246,31 +387,38 @@ class Runner:
 
     def _upsert_affected(self, table: DerivedTable, snapshots: dict[str, DataFrame],
                          transform: DataFrame, affected: DataFrame, ends: dict[str, str],
-                         cache) -> tuple[int, int]:
+                         cache, began: float, changes_read: int) -> RunReport:
         keys = list(table.record_key)
         scope = {column: [row[0] for row in affected.select(column).distinct().collect()]
                  for column in dict.fromkeys(i.prune[1] for i in table.inputs if i.prune)}
         pruned_views = {i.alias: _within(snapshots[i.alias], i.prune[0], scope[i.prune[1]])
                         if i.prune else snapshots[i.alias] for i in table.inputs}
-        recomputed = self._transform(table, pruned_views).join(affected, keys, "left_semi")
-        current = snapshot(self.spark, table, self.settings)
-        if table.partitioning and table.partitioning.column in scope:
-            current = _within(current, table.partitioning.column, scope[table.partitioning.column])
-        current = current.join(affected, keys, "left_semi").select(recomputed.columns)
+        recomputed = cache(self._transform(table, pruned_views).join(affected, keys, "left_semi"))
+        verdict = self._validate(table, recomputed, ends, full_refresh=False)
+        kept_out = verdict.quarantined.select(keys)
+        current = self._current(table, scope).join(affected, keys, "left_semi").select(recomputed.columns)
 
-        upserts = recomputed.exceptAll(current).withColumn(DELETED, F.lit(False))
-        deletes = current.join(recomputed.select(keys), keys, "left_anti")
+        upserts = (recomputed.join(kept_out, keys, "left_anti").exceptAll(current)
+                   .withColumn(DELETED, F.lit(False)))
+        missing = current.join(recomputed.select(keys), keys, "left_anti")
         if any(column not in keys for column in scope):
             # A row missing from the pruned inputs may have moved out of the affected values
             # in an input commit newer than this run's end (snapshots can be newer). Only the
             # whole inputs can tell, so the few delete candidates are looked up there.
-            deletes = cache(deletes)
-            if deletes.count():
-                deletes = deletes.join(transform.join(deletes.select(keys), keys, "left_semi"),
+            missing = cache(missing)
+            if missing.count():
+                missing = missing.join(transform.join(missing.select(keys), keys, "left_semi"),
                                        keys, "left_anti")
+        deletes = missing.unionByName(current.join(kept_out, keys, "left_semi"))
         batch = cache(upserts.unionByName(deletes.withColumn(DELETED, F.lit(True))))
         upserted, deleted = batch.agg(F.count_if(~F.col(DELETED)), F.count_if(F.col(DELETED))).first()
+        rows_in = affected.select(keys).distinct()
+        # The quarantine first: a crash before the table's commit leaves the checkpoint
+        # where it was, and the rerun writes the same quarantine again.
+        self._keep_out(table, recomputed, verdict, rows_in, ends)
         # Written even when empty: the commit moves the checkpoint past changes that turned
         # out not to affect this table.
-        _write(batch, table, self.settings, "upsert", ends)
-        return upserted, deleted
+        write(batch, table, self.settings, "upsert", ends)
+        reconciliation = self._reconcile(table, rows_in, recomputed.select(keys), scope)
+        return self._report(table, "incremental", began, verdict, reconciliation,
+                            changes_read=changes_read, upserted=upserted, deleted=deleted)

@@ -102,6 +102,7 @@ class Settings:
     connect_url: str
     warehouse: str
     checkpoints: str = ""
+    quality_dir: Path = Path(".lake/quality")
     shuffle_partitions: int = 4
     driver_memory: str = "4g"
     spark_ui: bool = True
@@ -159,6 +160,8 @@ def load() -> Settings:
         warehouse=warehouse,
         # Beside the tables, so a cluster run keeps them on the same shared storage.
         checkpoints=os.environ.get("LAKEHOUSE_CHECKPOINTS", f"{warehouse.rstrip('/')}/_checkpoints"),
+        # The Great Expectations project (suites, stored results) and its Data Docs site.
+        quality_dir=Path(os.environ.get("LAKEHOUSE_QUALITY_DIR", state_dir / "quality")).resolve(),
         shuffle_partitions=_positive("SPARK_SHUFFLE_PARTITIONS", 4),
         driver_memory=os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
         spark_ui=os.environ.get("SPARK_UI", "true").lower() in ("1", "true", "yes"),

@@ -13,6 +13,7 @@ cache.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pyspark
@@ -56,6 +57,11 @@ def session_config(settings: Settings) -> dict[str, str]:
 
 
 def session(settings: Settings, app_name: str = "retailmax") -> SparkSession:
+    # PySpark turns naive Python datetimes into timestamps (and back, on collect) in the
+    # process's time zone; with the process on UTC they mean what Spark's UTC session means,
+    # whatever the host is set to (quality rules compare columns with "now").
+    os.environ["TZ"] = "UTC"
+    time.tzset()
     builder = SparkSession.builder.appName(app_name)
     # Under spark-submit the master comes from the submitter; SPARK_MASTER overrides it.
     master = os.environ.get("SPARK_MASTER")

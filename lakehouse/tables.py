@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from lakehouse import quality
 from lakehouse.settings import Settings
 
 LAYERS = ("bronze", "silver", "gold")
@@ -83,10 +84,14 @@ class Input:
 class DerivedTable(Table):
     """A Silver or Gold table: COPY_ON_WRITE, recomputed from `inputs` by `transform`, the
     name of a SQL file beside the declaration (`<layer>/transforms/<transform>.sql`) that
-    reads each input by its alias and returns one row per record key."""
+    reads each input by its alias and returns one row per record key.
+
+    `expectations` are the quality rules (lakehouse/quality.py) every batch must meet before
+    it is promoted into the table; the key's rules are added to them."""
 
     inputs: tuple[Input, ...]
     transform: str
+    expectations: tuple[quality.Rule, ...] = ()
     table_type: str = "COPY_ON_WRITE"
     merge_mode: str = "COMMIT_TIME_ORDERING"
 
@@ -103,6 +108,27 @@ class DerivedTable(Table):
                              f"their change log is what incremental runs read")
         if not self.transform_path.is_file():
             raise ValueError(f"table {self.name}: transform {self.transform_path} does not exist")
+        names = [r.name for r in self.rules]
+        if len(set(names)) != len(names):
+            raise ValueError(f"table {self.name}: rule names {names} must be distinct")
+        aliases_waited_for = {r.waits_for for r in self.rules if r.waits_for}
+        if not aliases_waited_for <= set(aliases):
+            raise ValueError(f"table {self.name}: rules wait for {sorted(aliases_waited_for)}, "
+                             f"which must be input aliases ({aliases})")
+
+    @property
+    def rules(self) -> tuple[quality.Rule, ...]:
+        return quality.key_rules(self.record_key) + self.expectations
+
+    @property
+    def quarantine(self) -> Table:
+        """Rows kept out by a quarantine-tier rule: the row as the transform made it, the
+        rules it broke, whether it is held back or quarantined, and when and from which
+        input instants it was kept out. A row leaves when a later run promotes it."""
+        return Table(name=f"{self.name}_quarantine", layer=self.layer, table_type="COPY_ON_WRITE",
+                     record_key=self.record_key, ordering=("quarantined_at",),
+                     merge_mode="COMMIT_TIME_ORDERING",
+                     description=f"Rows of {self.name} its quality rules kept out, with the reason.")
 
     @property
     def affected_columns(self) -> tuple[str, ...]:
@@ -117,6 +143,16 @@ class DerivedTable(Table):
 
     def transform_sql(self) -> str:
         return self.transform_path.read_text()
+
+
+def quality_results_table(layer: str) -> Table:
+    """Every validation of a promotion into `layer`: one row per rule and run."""
+    return Table(name=f"hudi_quality_results_{layer}", layer=layer, table_type="COPY_ON_WRITE",
+                 record_key=("run_id", "table_name", "rule"), ordering=("validated_at",),
+                 partitioning=Partitioning("validated_date"), merge_mode="COMMIT_TIME_ORDERING",
+                 description=f"Quality rule results of every batch promoted into {layer}: "
+                             f"table, input instants, rule, tier, success, unexpected count, "
+                             f"sample values.")
 
 
 def _key_generator(table: Table) -> str:

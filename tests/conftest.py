@@ -11,6 +11,7 @@ def settings(tmp_path_factory):
     settings_module.write_env_file()
     warehouse = tmp_path_factory.mktemp("warehouse")
     return dataclasses.replace(settings_module.load(), warehouse=str(warehouse),
+                               quality_dir=tmp_path_factory.mktemp("quality"),
                                checkpoints=str(warehouse / "_checkpoints"),
                                shuffle_partitions=2, spark_ui=False,
                                compact_every_delta_commits=3)

@@ -17,6 +17,8 @@ SELECT session_id,
        count_if(event_type = 'checkout') AS checkouts,
        count_if(event_type = 'purchase') AS purchases,
        count_if(event_type = 'purchase') > 0 AS converted,
+       count_if(event_type NOT IN ('page_view', 'product_view', 'search', 'add_to_cart',
+                                   'remove_from_cart', 'checkout', 'purchase')) AS other_events,
        max_by(device, event_ts) AS device,
        to_date(min(event_ts)) AS session_date
 FROM events

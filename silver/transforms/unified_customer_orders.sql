@@ -1,6 +1,7 @@
 -- One row per sales line with its customer's and product's *current* attributes.
--- Inner joins on purpose: a line whose customer or product has not arrived yet is held
--- back (it stays in Bronze) and appears as soon as the missing row lands.
+-- Outer joins on purpose: a line whose customer or product has not arrived yet comes out
+-- without its attributes, and the quality rules "customer exists" and "product exists"
+-- hold it back (in the quarantine table) until the missing row lands.
 -- last_updated_ts is the line's own: were it to take the customer's or product's too, a
 -- product price correction would rewrite every line ever sold of it, for no visible change.
 WITH lines AS (
@@ -17,5 +18,5 @@ SELECT l.order_id, l.line_item_id, l.customer_id, l.product_id,
        p.sku, p.name AS product_name, p.category AS product_category, p.brand,
        l.updated_ts AS last_updated_ts
 FROM lines l
-JOIN customers c ON c.customer_id = l.customer_id
-JOIN products p ON p.product_id = l.product_id
+LEFT JOIN customers c ON c.customer_id = l.customer_id
+LEFT JOIN products p ON p.product_id = l.product_id

@@ -185,6 +185,7 @@ def test_offsets_kafka_no_longer_holds_stop_the_job_with_a_clear_error(services,
 def _cli_env(settings) -> dict[str, str]:
     return {**os.environ, "LAKEHOUSE_WAREHOUSE": settings.warehouse,
             "LAKEHOUSE_CHECKPOINTS": settings.checkpoints, "SPARK_UI": "false",
+            "LAKEHOUSE_QUALITY_DIR": str(settings.quality_dir),
             "HUDI_COMPACT_EVERY_DELTA_COMMITS": str(settings.compact_every_delta_commits)}
 
 

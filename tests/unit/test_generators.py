@@ -3,6 +3,7 @@ import re
 from decimal import Decimal
 
 from ingestion import generators
+from lakehouse import domain
 from ingestion.seed import SeedSize, customers, products, sales
 
 SIZE = SeedSize.for_lines(2_000)
@@ -43,8 +44,8 @@ def test_money_is_exact_and_business_rules_hold():
         assert line["unit_price"] == prices[line["product_id"]]
         assert 1 <= line["quantity"] <= 5
         assert Decimal(0) <= line["discount"] <= line["unit_price"] * line["quantity"]
-        assert line["channel"] in generators.CHANNELS
-        assert line["status"] in generators.ORDER_STATUSES
+        assert line["channel"] in domain.CHANNELS
+        assert line["status"] in domain.ORDER_STATUSES
         assert (line["store_id"] is not None) == (line["channel"] == "store")
         assert line["transaction_ts"] < generators.SEED_HISTORY_END
         assert line["transaction_ts"].utcoffset().total_seconds() == 0
@@ -69,7 +70,7 @@ def test_click_sessions_are_ordered_and_well_formed():
         assert len({e["session_id"] for e in session}) == 1
         assert [e["event_ts"] for e in session] == sorted(e["event_ts"] for e in session)
         for event in session:
-            assert event["event_type"] in generators.EVENT_TYPES
+            assert event["event_type"] in domain.EVENT_TYPES
             assert event["device"] in generators.DEVICES
         types = [e["event_type"] for e in session]
         if "purchase" in types:

@@ -54,7 +54,7 @@ def orders(spark, lines, customers, products):
     return frame
 
 
-def test_unified_orders_join_current_attributes_and_hold_back_lines_without_a_customer(spark):
+def test_unified_orders_join_current_attributes_and_leave_a_missing_customer_empty(spark):
     _, rows = run(spark, UNIFIED_CUSTOMER_ORDERS,
                   sales=bronze_rows(spark, SALES_TRANSACTIONS, [
                       line(1, 1, 10, 100, quantity=3, price="19.99", discount="1.50",
@@ -63,7 +63,10 @@ def test_unified_orders_join_current_attributes_and_hold_back_lines_without_a_cu
                   customers=bronze_rows(spark, CUSTOMER_MASTER, [
                       customer(10, "asia_pacific", updated=datetime(2026, 3, 5))]),
                   products=bronze_rows(spark, PRODUCT_CATALOG, [product(100, "toys")]))
-    assert set(rows) == {(1, 1)}, "the line of customer 99, not arrived yet, must be held back"
+    assert set(rows) == {(1, 1), (2, 1)}
+    waiting = rows[(2, 1)]
+    assert (waiting.region, waiting.sku) == (None, "SKU-100"), (
+        "customer 99 has not arrived: no attributes, which the rule 'customer exists' holds back")
     row = rows[(1, 1)]
     assert row.line_total == Decimal("58.47")
     assert row.order_date == date(2026, 3, 1)

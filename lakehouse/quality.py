@@ -1,0 +1,273 @@
+"""Data-quality rules, declared beside each table, and the gate that checks a batch with them.
+
+A rule is one Great Expectations (GX Core 1.x) expectation with a name people read in
+quarantine reasons and error messages, and a tier that says what a breach does:
+
+- `warn`: recorded in the results table and Data Docs; the batch goes on.
+- `quarantine`: the failing rows go to `<table>_quarantine` with the rules they broke and
+  the rest goes on. A rule that `waits_for` an input (a customer or product that may
+  arrive late) marks its rows *held back* rather than wrong: they are promoted once the
+  missing row arrives, as any quarantined row is once it is fixed at the source.
+- `fail`: the promotion stops before anything is written; the message names the table,
+  the rule and offending values.
+
+Declarations build plain data (no GX import), so reading the catalog stays fast; `Gate`
+turns them into GX suites and checkpoints when a run validates.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+WARN, QUARANTINE, FAIL = "warn", "quarantine", "fail"
+TIERS = (WARN, QUARANTINE, FAIL)
+HELD_BACK, QUARANTINED = "held back", "quarantined"
+# Expectations about the batch as a whole: they name no rows, so they cannot quarantine.
+BATCH_EXPECTATIONS = ("ExpectTableRowCountToBeBetween", "ExpectColumnMaxToBeBetween")
+SAMPLE_SIZE = 5
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    expectation: str  # a class of great_expectations.expectations
+    arguments: tuple[tuple[str, object], ...]
+    tier: str = QUARANTINE
+    waits_for: str | None = None
+
+    def __post_init__(self):
+        if self.tier not in TIERS:
+            raise ValueError(f"rule {self.name!r}: tier must be one of {TIERS}, got {self.tier!r}")
+        if self.tier == QUARANTINE and not self.row_level:
+            raise ValueError(f"rule {self.name!r}: {self.expectation} checks the batch as a "
+                             f"whole, it has no rows to quarantine; use tier warn or fail")
+
+    @property
+    def row_level(self) -> bool:
+        return self.expectation not in BATCH_EXPECTATIONS
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        found = dict(self.arguments)
+        named = [found.get(k) for k in ("column", "column_A", "column_B")]
+        return tuple(c for c in named if c) + tuple(found.get("column_list", ()))
+
+
+def _rule(name: str, expectation: str, tier: str, waits_for: str | None = None, **arguments) -> Rule:
+    return Rule(name, expectation, tuple(arguments.items()), tier, waits_for)
+
+
+def not_null(column: str, tier: str = FAIL, name: str | None = None) -> Rule:
+    return _rule(name or f"{column} is not null", "ExpectColumnValuesToNotBeNull", tier, column=column)
+
+
+def unique(columns: tuple[str, ...], tier: str = FAIL) -> Rule:
+    name = f"{', '.join(columns)} unique"
+    if len(columns) == 1:
+        return _rule(name, "ExpectColumnValuesToBeUnique", tier, column=columns[0])
+    return _rule(name, "ExpectCompoundColumnsToBeUnique", tier, column_list=list(columns))
+
+
+def between(column: str, minimum=None, maximum=None, tier: str = QUARANTINE,
+            name: str | None = None) -> Rule:
+    default = " and ".join(text for text in (minimum is not None and f"{column} >= {minimum}",
+                                             maximum is not None and f"{column} <= {maximum}") if text)
+    return _rule(name or default, "ExpectColumnValuesToBeBetween", tier, column=column,
+                 min_value=minimum, max_value=maximum)
+
+
+def in_set(column: str, values, tier: str = QUARANTINE, name: str | None = None) -> Rule:
+    return _rule(name or f"{column} is known", "ExpectColumnValuesToBeInSet", tier,
+                 column=column, value_set=sorted(values))
+
+
+def matches(column: str, regex: str, tier: str = QUARANTINE, name: str | None = None) -> Rule:
+    # Spark's rlike finds the pattern anywhere, so a whole-value rule must be anchored.
+    if not (regex.startswith("^") and regex.endswith("$")):
+        raise ValueError(f"rule on {column}: anchor the pattern with ^...$, got {regex!r}")
+    return _rule(name or f"{column} is well formed", "ExpectColumnValuesToMatchRegex", tier,
+                 column=column, regex=regex)
+
+
+def not_in_future(column: str, tier: str = QUARANTINE) -> Rule:
+    return _rule(f"{column} not in the future", "ExpectColumnValuesToBeBetween", tier,
+                 column=column, max_value={"$PARAMETER": "now"})
+
+
+def exists(what: str, column: str, waits_for: str, tier: str = QUARANTINE) -> Rule:
+    """Referential integrity through a join: `column`, which only the referenced row
+    provides, is null when `what` does not exist (yet). Rows are held back until the
+    input `waits_for` brings it."""
+    return _rule(f"{what} exists", "ExpectColumnValuesToNotBeNull", tier, waits_for, column=column)
+
+
+def row_count(minimum: int | None = None, maximum: int | None = None, tier: str = WARN) -> Rule:
+    name = ("batch is not empty" if (minimum, maximum) == (1, None)
+            else f"batch has at least {minimum} rows" if maximum is None
+            else f"batch has at most {maximum} rows" if minimum is None
+            else f"batch has {minimum} to {maximum} rows")
+    return _rule(name, "ExpectTableRowCountToBeBetween", tier, min_value=minimum, max_value=maximum)
+
+
+def fresh(column: str, within: timedelta, tier: str = WARN) -> Rule:
+    """The batch's newest `column` is at most `within` old."""
+    return _rule(f"newest {column} at most {_duration(within)} old", "ExpectColumnMaxToBeBetween", tier,
+                 column=column, min_value={"$PARAMETER": f"fresh_since_{within.total_seconds():.0f}"})
+
+
+def _duration(span: timedelta) -> str:
+    seconds = int(span.total_seconds())
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'s' if count != 1 else ''}"
+    return f"{seconds} seconds"
+
+
+def key_rules(record_key: tuple[str, ...]) -> tuple[Rule, ...]:
+    """What every table's key needs, derived from its declaration."""
+    return tuple(not_null(column) for column in record_key) + (unique(record_key),)
+
+
+def _parameters(rules, now: datetime) -> dict[str, datetime]:
+    found = {"now": now}
+    for rule in rules:
+        for value in dict(rule.arguments).values():
+            if isinstance(value, dict) and value.get("$PARAMETER", "").startswith("fresh_since_"):
+                seconds = int(value["$PARAMETER"].removeprefix("fresh_since_"))
+                found[value["$PARAMETER"]] = now - timedelta(seconds=seconds)
+    return found
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One rule's result on one batch."""
+
+    rule: Rule
+    success: bool
+    unexpected_count: int
+    samples: list
+    failing_keys: list[dict] = field(default_factory=list)
+
+    def message(self, table: str, rows: int) -> str:
+        examples = self.failing_keys[:SAMPLE_SIZE] or self.samples
+        shown = ", ".join(json.dumps(e, default=str) for e in examples) or "none shown"
+        what = (f"{self.unexpected_count} of {rows} rows, e.g. {shown}" if self.rule.row_level
+                else f"observed {shown}")
+        return f"{table}: rule \"{self.rule.name}\" ({self.rule.tier}) failed for {what}"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    rows: int
+    outcomes: list[Outcome]
+    quarantined: DataFrame  # record key, quarantine_rules, quarantine_status
+
+    @property
+    def failures(self) -> list[Outcome]:
+        return [o for o in self.outcomes if not o.success and o.rule.tier == FAIL]
+
+
+def docs_dir(quality_dir: Path) -> Path:
+    """Where the Data Docs site is built: a static site, index.html at its root."""
+    return quality_dir.resolve() / "docs"
+
+
+class QualityGateFailed(RuntimeError):
+    """A fail-tier rule broke; nothing was committed."""
+
+
+class Gate:
+    """Validates batches through GX's Spark datasource, in a file-backed GX project whose
+    validation results feed the Data Docs site."""
+
+    SITE = "retailmax"
+
+    def __init__(self, spark: SparkSession, quality_dir: Path):
+        import great_expectations as gx
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        logging.getLogger("great_expectations").setLevel(logging.WARNING)
+        self.spark, self._gx, self._checkpoints = spark, gx, {}
+        self.context = gx.get_context(mode="file", project_root_dir=str(quality_dir))
+        self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        self.context.variables.save()
+        site = {"class_name": "SiteBuilder", "show_how_to_buttons": False,
+                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+                "store_backend": {"class_name": "TupleFilesystemStoreBackend",
+                                  "base_directory": str(docs_dir(quality_dir))}}
+        sites = self.context.list_data_docs_sites()
+        if "local_site" in sites:
+            self.context.delete_data_docs_site("local_site")
+        (self.context.update_data_docs_site if self.SITE in sites
+         else self.context.add_data_docs_site)(self.SITE, site)
+        # persist=False: GX must not cache each batch DataFrame for the life of the session.
+        self.source = self.context.data_sources.add_or_update_spark(name="spark", persist=False)
+
+    def _checkpoint(self, name: str, rules: tuple[Rule, ...], keys: tuple[str, ...]):
+        if name not in self._checkpoints:
+            gx, expectations = self._gx, self._gx.expectations
+            suite = self.context.suites.add_or_update(gx.ExpectationSuite(name=name, expectations=[
+                getattr(expectations, r.expectation)(**dict(r.arguments), meta={"rule": r.name, "tier": r.tier})
+                for r in rules]))
+            batches = self.source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe("batch")
+            validation = self.context.validation_definitions.add_or_update(
+                gx.ValidationDefinition(name=name, data=batches, suite=suite))
+            from great_expectations.checkpoint import UpdateDataDocsAction
+            self._checkpoints[name] = self.context.checkpoints.add_or_update(gx.Checkpoint(
+                name=name, validation_definitions=[validation],
+                actions=[UpdateDataDocsAction(name="data_docs", site_names=[self.SITE])],
+                # COMPLETE: every failing row's key, which quarantining needs; values are
+                # sampled (partial_unexpected_count) for messages and the results table.
+                result_format={"result_format": "COMPLETE", "partial_unexpected_count": SAMPLE_SIZE,
+                               "unexpected_index_column_names": list(keys),
+                               "return_unexpected_index_query": False}))
+        return self._checkpoints[name]
+
+    def validate(self, name: str, rules: tuple[Rule, ...], keys: tuple[str, ...],
+                 batch: DataFrame) -> Verdict:
+        missing = sorted({c for r in rules for c in r.columns} - set(batch.columns))
+        if missing:
+            raise ValueError(f"{name}: rules name columns {missing} that the table does not have "
+                             f"(its columns: {', '.join(batch.columns)})")
+        # Naive UTC, as Spark hands timestamps to Python (lakehouse/spark.py sets the zone).
+        now = datetime.now(timezone.utc).replace(tzinfo=None)
+        result = self._checkpoint(name, rules, keys).run(
+            batch_parameters={"dataframe": batch}, expectation_parameters=_parameters(rules, now))
+        by_name = {r.name: r for r in rules}
+        outcomes = []
+        for validation in result.run_results.values():
+            for found in validation.results:
+                rule = by_name[found.expectation_config.meta["rule"]]
+                info = found.exception_info or {}
+                if info.get("raised_exception"):
+                    raise ValueError(f"{name}: rule \"{rule.name}\" could not be evaluated: "
+                                     f"{info.get('exception_message')}")
+                detail = found.result or {}
+                samples = (detail.get("partial_unexpected_list", [])[:SAMPLE_SIZE] if rule.row_level
+                           else [detail.get("observed_value")])
+                outcomes.append(Outcome(rule, bool(found.success), int(detail.get("unexpected_count") or 0),
+                                        samples, detail.get("unexpected_index_list") or []))
+        rows = batch.count()
+        return Verdict(rows, outcomes, self._quarantined(keys, batch.schema, outcomes))
+
+    def _quarantined(self, keys: tuple[str, ...], schema: T.StructType,
+                     outcomes: list[Outcome]) -> DataFrame:
+        key_fields = [schema[k] for k in keys]
+        failing = [(*(row[k] for k in keys), o.rule.name, o.rule.waits_for is not None)
+                   for o in outcomes if not o.success and o.rule.tier == QUARANTINE
+                   for row in o.failing_keys]
+        broken = self.spark.createDataFrame(failing, T.StructType(key_fields + [
+            T.StructField("rule", T.StringType()), T.StructField("waiting", T.BooleanType())]))
+        return broken.groupBy(*keys).agg(
+            F.array_sort(F.collect_set("rule")).alias("quarantine_rules"),
+            F.when(F.bool_and("waiting"), F.lit(HELD_BACK)).otherwise(F.lit(QUARANTINED))
+            .alias("quarantine_status"))

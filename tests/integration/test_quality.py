@@ -1,0 +1,155 @@
+"""The quality gates on the way into Silver, end to end: bad rows written to Postgres are
+captured, landed in Bronze, and kept out of Silver with their reasons; good rows beside
+them are promoted; a fail-tier breach commits nothing; a fix at the source promotes."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from pyspark.sql import functions as F
+
+from lakehouse import cli, timeline
+from lakehouse.incremental import Runner, snapshot
+from lakehouse.tables import quality_results_table
+from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
+from tests.integration.test_bronze import _cli_env, drain_until_equal
+from tests.integration.test_silver_gold import run_all
+
+ORDERS = UNIFIED_CUSTOMER_ORDERS
+FIRST_ORDER = 9_100_000  # far above the seeded and simulated order ids
+UNKNOWN_PRODUCT = 9_100_001
+BAD_EMAIL_CUSTOMER = 9_100_002
+
+
+def insert_line(db, order_id, line_item_id, customer_id, product_id, quantity=2,
+                unit_price="10.00", discount="0.00", channel="web", status="completed",
+                transaction_ts=None):
+    db.execute("INSERT INTO retail.sales_transactions VALUES "
+               "(%s, %s, %s, %s, %s, %s, %s, %s, NULL, %s, %s, now())",
+               (order_id, line_item_id, customer_id, product_id, quantity, unit_price, discount,
+                channel, status, transaction_ts or datetime.now(timezone.utc)))
+
+
+def quarantined(spark, settings, table=ORDERS) -> dict[tuple, tuple[list[str], str]]:
+    rows = snapshot(spark, table.quarantine, settings).collect()
+    return {tuple(r[k] for k in table.record_key): (list(r.quarantine_rules), r.quarantine_status)
+            for r in rows}
+
+
+def promoted_keys(spark, settings, table=ORDERS) -> set[tuple]:
+    keys = list(table.record_key)
+    return {tuple(r) for r in snapshot(spark, table, settings).select(keys).collect()}
+
+
+@pytest.fixture
+def clean_source(db):
+    """The dev database outlives test sessions: remove this module's rows before and after."""
+    def remove():
+        with db.transaction():
+            db.execute("DELETE FROM retail.sales_transactions WHERE order_id IN (%s, %s)",
+                       (FIRST_ORDER, FIRST_ORDER + 1))
+            db.execute("DELETE FROM retail.product_catalog WHERE product_id = %s", (UNKNOWN_PRODUCT,))
+            db.execute("DELETE FROM retail.customer_master WHERE customer_id = %s",
+                       (BAD_EMAIL_CUSTOMER,))
+    remove()
+    yield
+    remove()
+
+
+def run_silver(spark, settings):
+    runner = Runner(spark, settings)
+    try:
+        return {t.name: runner.run(t) for t in (ORDERS, CUSTOMER_PROFILES)}
+    finally:
+        runner.record_results()
+
+
+def test_bad_rows_are_kept_out_with_their_reason_and_promoted_once_fixed(services, spark, db,
+                                                                         clean_source):
+    drain_until_equal(spark, services, db)
+    run_all(spark, services)
+    customer_id, product_id = db.execute(
+        "SELECT s.customer_id, s.product_id FROM retail.sales_transactions s LIMIT 1").fetchone()
+    db.execute("INSERT INTO retail.customer_master SELECT %s, first_name, last_name, "
+               "'not-an-email', phone, birth_date, city, state, country, region, loyalty_tier, "
+               "created_at, now() FROM retail.customer_master WHERE customer_id = %s",
+               (BAD_EMAIL_CUSTOMER, customer_id))
+    future = datetime.now(timezone.utc) + timedelta(days=3)
+    bad = {  # line -> the rules it breaks (a negative quantity makes a negative amount, too)
+        (FIRST_ORDER, 2): ["discount <= line amount", "quantity > 0"],
+        (FIRST_ORDER, 3): ["product exists"],
+        (FIRST_ORDER, 4): ["transaction_ts not in the future"],
+        (FIRST_ORDER, 5): ["status is known"],
+        (FIRST_ORDER, 6): ["discount <= line amount"],
+    }
+    with db.transaction():
+        insert_line(db, FIRST_ORDER, 1, customer_id, product_id)  # good, beside the bad ones
+        insert_line(db, FIRST_ORDER, 2, customer_id, product_id, quantity=-2)
+        insert_line(db, FIRST_ORDER, 3, customer_id, UNKNOWN_PRODUCT)
+        insert_line(db, FIRST_ORDER, 4, customer_id, product_id, transaction_ts=future)
+        insert_line(db, FIRST_ORDER, 5, customer_id, product_id, status="lost")
+        insert_line(db, FIRST_ORDER, 6, customer_id, product_id, discount="25.00")
+    drain_until_equal(spark, services, db)
+    reports = run_silver(spark, services)
+
+    held = quarantined(spark, services)
+    assert {key: rules for key, (rules, _) in held.items() if key[0] == FIRST_ORDER} == bad
+    assert held[(FIRST_ORDER, 3)][1] == "held back"
+    assert held[(FIRST_ORDER, 2)][1] == "quarantined"
+    orders = promoted_keys(spark, services)
+    assert (FIRST_ORDER, 1) in orders and not orders & set(bad)
+    assert quarantined(spark, services, CUSTOMER_PROFILES)[(BAD_EMAIL_CUSTOMER,)][0] == [
+        "email is well formed"]
+    assert (BAD_EMAIL_CUSTOMER,) not in promoted_keys(spark, services, CUSTOMER_PROFILES)
+    counts = reports[ORDERS.name].reconciliation
+    assert counts.rows_in == counts.promoted + counts.quarantined + counts.held_back + counts.removed
+    assert (counts.quarantined, counts.held_back) >= (4, 1)
+    results = snapshot(spark, quality_results_table("silver"), services).where(
+        (F.col("table_name") == ORDERS.name) & (F.col("rule") == "quantity > 0") & ~F.col("success"))
+    assert results.where(F.col("sample_values").contains("-2")).count() >= 1
+
+    # Fixed at the source: each line is corrected, the product arrives, the e-mail is fixed.
+    with db.transaction():
+        db.execute("UPDATE retail.sales_transactions SET quantity = 2, status = 'completed', "
+                   "discount = 0, transaction_ts = now() WHERE order_id = %s", (FIRST_ORDER,))
+        db.execute("INSERT INTO retail.product_catalog SELECT %s, 'SKU-LATE-1', name, "
+                   "description, category, brand, unit_price, active, now() "
+                   "FROM retail.product_catalog WHERE product_id = %s", (UNKNOWN_PRODUCT, product_id))
+        db.execute("UPDATE retail.customer_master SET email = 'fixed@example.com', "
+                   "updated_ts = now() WHERE customer_id = %s", (BAD_EMAIL_CUSTOMER,))
+    drain_until_equal(spark, services, db)
+    run_silver(spark, services)
+    assert not [key for key in quarantined(spark, services) if key[0] == FIRST_ORDER]
+    assert set(bad) <= promoted_keys(spark, services)
+    assert (BAD_EMAIL_CUSTOMER,) in promoted_keys(spark, services, CUSTOMER_PROFILES)
+    assert (BAD_EMAIL_CUSTOMER,) not in quarantined(spark, services, CUSTOMER_PROFILES)
+
+
+def test_a_fail_tier_breach_commits_nothing_and_exits_non_zero(services, spark, db, clean_source,
+                                                                capsys, monkeypatch):
+    drain_until_equal(spark, services, db)
+    run_silver(spark, services)
+    customer_id, product_id = db.execute(
+        "SELECT customer_id, product_id FROM retail.sales_transactions LIMIT 1").fetchone()
+    insert_line(db, FIRST_ORDER + 1, 1, customer_id, product_id, channel="kiosk")
+    drain_until_equal(spark, services, db)
+    path = ORDERS.path(services)
+    before = timeline.read(spark, path)
+    rows_before = snapshot(spark, ORDERS, services).count()
+
+    for name, value in _cli_env(services).items():
+        monkeypatch.setenv(name, value)
+    code = cli.main(["silver", "--table", ORDERS.name])
+    error = capsys.readouterr().err
+    assert code == 1
+    assert (f'{ORDERS.name}: rule "channel is known" (fail) failed for 1 of' in error
+            and '"channel": "kiosk"' in error and f'"order_id": {FIRST_ORDER + 1}' in error), error
+    after = timeline.read(spark, path)
+    assert (after.latest, after.last_consumed) == (before.latest, before.last_consumed)
+    assert snapshot(spark, ORDERS, services).count() == rows_before
+
+    # Deleting the line at the source unblocks the table.
+    db.execute("DELETE FROM retail.sales_transactions WHERE order_id = %s", (FIRST_ORDER + 1,))
+    drain_until_equal(spark, services, db)
+    assert run_silver(spark, services)[ORDERS.name].mode == "incremental"
