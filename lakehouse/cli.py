@@ -224,6 +224,24 @@ def _run_continuously(args, settings) -> int:
     return 0
 
 
+def _docs(args, settings):
+    from functools import partial
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    from lakehouse.quality import docs_dir
+    site = docs_dir(settings.quality_dir)
+    site.mkdir(parents=True, exist_ok=True)
+    # GX writes index.html at the first validation; until then the listing shows it is empty.
+    server = ThreadingHTTPServer(("127.0.0.1", settings.docs_port),
+                                 partial(SimpleHTTPRequestHandler, directory=str(site)))
+    print(f"Data Docs on http://localhost:{settings.docs_port}/ from {site} (Ctrl-C stops)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
 def _sql(args, settings):
     session = _spark(settings, "sql")
     session.sql(args.query).show(args.limit, truncate=False)
@@ -288,6 +306,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--interval", type=int, default=60,
                      help="seconds between Silver and Gold passes with --continuous")
     run.set_defaults(handler=_run)
+    commands.add_parser("docs", help="serve the Great Expectations Data Docs site on "
+                                     "QUALITY_DOCS_PORT").set_defaults(handler=_docs)
+
     sql = commands.add_parser("sql", help="run a Spark SQL query over the catalog and print it")
     sql.add_argument("query")
     sql.add_argument("--limit", type=int, default=50, help="rows to print")

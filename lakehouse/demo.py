@@ -2,8 +2,9 @@
 
 The demo's long-running workers run in the background under the same supervision as the
 native services (pid files in `.lake/run`, logs in `.lake/logs`, stopped by `make down`):
-the workload simulator, and the pipeline, where Bronze streams and Silver and Gold follow
-every 30 s (its Spark UI is on http://localhost:4040).
+the workload simulator, the pipeline, where Bronze streams and Silver and Gold follow
+every 30 s (its Spark UI is on http://localhost:4040), and the web server of the quality
+gates' Data Docs (http://localhost:8085 by default, QUALITY_DOCS_PORT).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from lakehouse.settings import Settings
 WORKERS = {
     "simulator": ["simulate", "--duration", "0", "--rate", "5", "--event-rate", "20"],
     "pipeline": ["run", "--continuous", "--interval", "30"],
+    "docs": ["docs"],
 }
 
 
@@ -36,7 +38,8 @@ def up(settings: Settings, mode: str = "auto", report=print) -> None:
         if not process.running():
             process.start([sys.executable, "-m", "lakehouse.cli", *arguments])
         report(f"{name:<9} running (log {process.log})")
-    report(f"demo up ({mode} mode) in {time.monotonic() - began:.1f} s")
+    report(f"demo up ({mode} mode) in {time.monotonic() - began:.1f} s; Data Docs on "
+           f"http://localhost:{settings.docs_port}/")
     for s in stack.status(settings):
         report(f"  {s.name:<9} {'healthy' if s.healthy else 'DOWN':<8} {s.address} {s.detail}")
 

@@ -137,7 +137,7 @@ def key_rules(record_key: tuple[str, ...]) -> tuple[Rule, ...]:
     return tuple(not_null(column) for column in record_key) + (unique(record_key),)
 
 
-def _parameters(rules, now: datetime) -> dict[str, datetime]:
+def expectation_parameters(rules, now: datetime) -> dict[str, datetime]:
     found = {"now": now}
     for rule in rules:
         for value in dict(rule.arguments).values():
@@ -241,7 +241,7 @@ class Gate:
         # Naive UTC, as Spark hands timestamps to Python (lakehouse/spark.py sets the zone).
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         result = self._checkpoint(name, rules, keys).run(
-            batch_parameters={"dataframe": batch}, expectation_parameters=_parameters(rules, now))
+            batch_parameters={"dataframe": batch}, expectation_parameters=expectation_parameters(rules, now))
         by_name = {r.name: r for r in rules}
         outcomes = []
         for validation in result.run_results.values():

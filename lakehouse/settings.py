@@ -103,6 +103,7 @@ class Settings:
     warehouse: str
     checkpoints: str = ""
     quality_dir: Path = Path(".lake/quality")
+    docs_port: int = 8085
     shuffle_partitions: int = 4
     driver_memory: str = "4g"
     spark_ui: bool = True
@@ -162,6 +163,7 @@ def load() -> Settings:
         checkpoints=os.environ.get("LAKEHOUSE_CHECKPOINTS", f"{warehouse.rstrip('/')}/_checkpoints"),
         # The Great Expectations project (suites, stored results) and its Data Docs site.
         quality_dir=Path(os.environ.get("LAKEHOUSE_QUALITY_DIR", state_dir / "quality")).resolve(),
+        docs_port=_port("QUALITY_DOCS_PORT", 8085),
         shuffle_partitions=_positive("SPARK_SHUFFLE_PARTITIONS", 4),
         driver_memory=os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
         spark_ui=os.environ.get("SPARK_UI", "true").lower() in ("1", "true", "yes"),
