@@ -21,6 +21,7 @@ class SimulationPlan:
     duration_seconds: float = 60.0  # 0 runs until interrupted
     seed: int = 7
     bad_event_share: float = 0.0
+    bad_row_share: float = 0.0
 
 
 def simulate(settings: Settings, plan: SimulationPlan, report=print) -> Counter:
@@ -29,7 +30,7 @@ def simulate(settings: Settings, plan: SimulationPlan, report=print) -> Counter:
     # Autocommit, so that each workload step's `transaction()` is a real transaction of its
     # own and not a savepoint inside one endless transaction.
     with connect(settings, autocommit=True) as conn:
-        oltp = OltpWorkload(conn, plan.seed)
+        oltp = OltpWorkload(conn, plan.seed, plan.bad_row_share)
         customers = [r[0] for r in conn.execute(
             "SELECT customer_id FROM retail.customer_master ORDER BY customer_id LIMIT 5000")]
         catalog = conn.execute(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal
 
 import psycopg
@@ -22,6 +22,9 @@ from lakehouse.settings import ConfigurationError
 
 
 RECENT_ORDERS = 300
+# Products the bad-row mix references without creating them: far above the catalog's ids,
+# which grow by one per new product.
+UNKNOWN_PRODUCT_IDS = 10_000_000
 
 
 @dataclass
@@ -32,12 +35,14 @@ class KeySpace:
     max_product_id: int
     max_order_id: int
     deleted_lines: list[dict] = field(default_factory=list)
+    bad_rows: list[tuple[str, int]] = field(default_factory=list)  # (operation, key), to fix later
 
     @classmethod
     def load(cls, conn: psycopg.Connection) -> "KeySpace":
         row = conn.execute(
             "SELECT (SELECT coalesce(max(customer_id), 0) FROM retail.customer_master),"
-            " (SELECT coalesce(max(product_id), 0) FROM retail.product_catalog),"
+            " (SELECT coalesce(max(product_id), 0) FROM retail.product_catalog"
+            f"  WHERE product_id < {UNKNOWN_PRODUCT_IDS}),"
             " (SELECT coalesce(max(order_id), 0) FROM retail.sales_transactions)").fetchone()
         return cls(*row)
 
@@ -55,13 +60,19 @@ def _prices(conn: psycopg.Connection, rng: random.Random, keys: KeySpace) -> lis
                         " WHERE product_id = ANY(%s) ORDER BY product_id", (ids,)).fetchall()
 
 
-def new_order(conn, rng, keys, now):
+def _order_lines(conn, rng, keys, now) -> list[dict]:
     prices = _prices(conn, rng, keys)
     if not prices or not keys.max_customer_id:
-        return "skipped"
+        return []
     keys.max_order_id += 1
-    lines = generators.order_lines(rng, keys.max_order_id, rng.randint(1, keys.max_customer_id),
-                                   prices, now, "pending")
+    return generators.order_lines(rng, keys.max_order_id, rng.randint(1, keys.max_customer_id),
+                                  prices, now, "pending")
+
+
+def new_order(conn, rng, keys, now):
+    lines = _order_lines(conn, rng, keys, now)
+    if not lines:
+        return "skipped"
     _insert(conn, "sales_transactions", lines)
     if rng.random() < 0.3:
         # The customer changes their mind before the transaction ends: one key changes
@@ -147,20 +158,85 @@ def new_product(conn, rng, keys, now):
     return "new_product"
 
 
+def _bad_order(kind: str, spoil: Callable[[dict, random.Random, KeySpace, datetime], None]):
+    """A new order whose first line `spoil` breaks; remembered so that a later step fixes it."""
+    def operation(conn, rng, keys, now):
+        lines = _order_lines(conn, rng, keys, now)
+        if not lines:
+            return "skipped"
+        spoil(lines[0], rng, keys, now)
+        _insert(conn, "sales_transactions", lines)
+        keys.bad_rows.append((kind, keys.max_order_id))
+        return kind
+    operation.__name__ = kind
+    return operation
+
+
+def _negative_quantity(line, rng, keys, now):
+    line["quantity"] = -line["quantity"]
+
+
+def _unknown_product(line, rng, keys, now):
+    line["product_id"] = UNKNOWN_PRODUCT_IDS + rng.randrange(100)
+
+
+def _future_timestamp(line, rng, keys, now):
+    # A till with a wrong clock: its lines are dated days ahead.
+    line["transaction_ts"] = now + timedelta(days=rng.randint(1, 30))
+
+
+def malformed_email(conn, rng, keys, now):
+    customer_id = rng.randint(1, keys.max_customer_id)
+    conn.execute("UPDATE retail.customer_master SET email = replace(email, '@', ' at '),"
+                 " updated_ts = %s WHERE customer_id = %s", (now, customer_id))
+    keys.bad_rows.append(("malformed_email", customer_id))
+    return "malformed_email"
+
+
+def fix_bad_row(conn, rng, keys, now):
+    """Someone corrects a bad row at the source (or the missing product is created)."""
+    if not keys.bad_rows:
+        return "skipped"
+    kind, key = keys.bad_rows.pop(rng.randrange(len(keys.bad_rows)))
+    if kind == "malformed_email":
+        conn.execute("UPDATE retail.customer_master SET email = replace(email, ' at ', '@'),"
+                     " updated_ts = %s WHERE customer_id = %s", (now, key))
+    elif kind == "unknown_product":
+        for (product_id,) in conn.execute(
+                "SELECT DISTINCT product_id FROM retail.sales_transactions s WHERE order_id = %s"
+                " AND NOT EXISTS (SELECT 1 FROM retail.product_catalog p"
+                "                 WHERE p.product_id = s.product_id)", (key,)).fetchall():
+            _insert(conn, "product_catalog", [generators.product(rng, product_id, now)])
+    else:
+        conn.execute("UPDATE retail.sales_transactions SET quantity = abs(quantity),"
+                     " transaction_ts = least(transaction_ts, %s), updated_ts = %s"
+                     " WHERE order_id = %s", (now, now, key))
+    return "fix_bad_row"
+
+
 Operation = Callable[[psycopg.Connection, random.Random, KeySpace, datetime], str]
 OPERATIONS: dict[Operation, int] = {
     new_order: 35, status_change: 22, price_correction: 6, customer_move: 7,
     product_recategorisation: 3, delete_line: 6, reinsert_line: 3, new_customer: 6,
-    new_product: 2,
+    new_product: 2, fix_bad_row: 4,
+}
+# What `--bad-rows` mixes in: rows the source accepts and the quality gates must catch.
+BAD_OPERATIONS = {
+    _bad_order("negative_quantity", _negative_quantity): 1,
+    _bad_order("unknown_product", _unknown_product): 1,
+    _bad_order("future_timestamp", _future_timestamp): 1,
+    malformed_email: 1,
 }
 
 
 class OltpWorkload:
     """Runs one weighted-random operation per `step()` call, each in its own transaction."""
 
-    def __init__(self, conn: psycopg.Connection, seed: int):
+    def __init__(self, conn: psycopg.Connection, seed: int, bad_share: float = 0.0):
         assert conn.autocommit, "each step must commit on its own"
-        self.conn = conn
+        if not 0 <= bad_share <= 1:
+            raise ConfigurationError(f"the share of bad rows must be between 0 and 1, got {bad_share}")
+        self.conn, self.bad_share = conn, bad_share
         self.rng = random.Random(f"{seed}:oltp")
         self.keys = KeySpace.load(conn)
         if not (self.keys.max_customer_id and self.keys.max_product_id and self.keys.max_order_id):
@@ -168,6 +244,9 @@ class OltpWorkload:
         self.operations, self.weights = zip(*OPERATIONS.items())
 
     def step(self) -> str:
-        operation = self.rng.choices(self.operations, weights=self.weights)[0]
+        if self.bad_share and self.rng.random() < self.bad_share:
+            operation = self.rng.choices(list(BAD_OPERATIONS), weights=list(BAD_OPERATIONS.values()))[0]
+        else:
+            operation = self.rng.choices(self.operations, weights=self.weights)[0]
         with self.conn.transaction():
             return operation(self.conn, self.rng, self.keys, datetime.now(timezone.utc))

@@ -70,7 +70,8 @@ def _seed(args, settings):
 def _simulate(args, settings):
     from ingestion.simulate import SimulationPlan, simulate
 
-    plan = SimulationPlan(args.rate, args.event_rate, args.duration, args.seed, args.bad_events)
+    plan = SimulationPlan(args.rate, args.event_rate, args.duration, args.seed, args.bad_events,
+                          args.bad_rows)
     try:
         done = simulate(settings, plan)
     except KeyboardInterrupt:
@@ -279,6 +280,10 @@ def parser() -> argparse.ArgumentParser:
     simulate.add_argument("--seed", type=int, default=7)
     simulate.add_argument("--bad-events", type=float, default=0.0,
                           help="share of malformed events, 0..1")
+    simulate.add_argument("--bad-rows", type=float, default=0.0,
+                          help="share of transactions writing a row the quality gates must catch "
+                               "(negative quantity, unknown product, future timestamp, malformed "
+                               "e-mail), 0..1; later transactions fix them at the source")
     simulate.set_defaults(handler=_simulate)
 
     bronze = commands.add_parser("bronze", help="land the Kafka topics in the Bronze tables")

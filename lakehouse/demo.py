@@ -18,7 +18,8 @@ from ingestion.seed import SeedSize, seed
 from lakehouse.settings import Settings
 
 WORKERS = {
-    "simulator": ["simulate", "--duration", "0", "--rate", "5", "--event-rate", "20"],
+    "simulator": ["simulate", "--duration", "0", "--rate", "5", "--event-rate", "20",
+                  "--bad-rows", "0.02", "--bad-events", "0.01"],
     "pipeline": ["run", "--continuous", "--interval", "30"],
     "docs": ["docs"],
 }

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -33,6 +34,9 @@ HELD_BACK, QUARANTINED = "held back", "quarantined"
 # Expectations about the batch as a whole: they name no rows, so they cannot quarantine.
 BATCH_EXPECTATIONS = ("ExpectTableRowCountToBeBetween", "ExpectColumnMaxToBeBetween")
 SAMPLE_SIZE = 5
+# Validation results GX keeps per table for Data Docs (its store and pages grow by one file
+# per run, and the index page lists them all); the results table keeps every run.
+DOCS_RUNS_KEPT = 100
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,17 @@ def docs_dir(quality_dir: Path) -> Path:
     return quality_dir.resolve() / "docs"
 
 
+def forget_old_runs(quality_dir: Path, name: str, keep: int = DOCS_RUNS_KEPT) -> None:
+    """Keeps the newest `keep` validation results of suite `name` in GX's store and their
+    Data Docs pages; run directories are named by their UTC start time, so names sort by age."""
+    stored = quality_dir.resolve() / "gx" / "uncommitted" / "validations" / name
+    runs = sorted(stored.glob("*/*/"))
+    for run in runs[:max(0, len(runs) - keep)]:
+        shutil.rmtree(run)
+        shutil.rmtree(docs_dir(quality_dir) / "validations" / run.relative_to(stored.parent),
+                      ignore_errors=True)
+
+
 class QualityGateFailed(RuntimeError):
     """A fail-tier rule broke; nothing was committed."""
 
@@ -211,6 +226,7 @@ class Gate:
          else self.context.add_data_docs_site)(self.SITE, site)
         # persist=False: GX must not cache each batch DataFrame for the life of the session.
         self.source = self.context.data_sources.add_or_update_spark(name="spark", persist=False)
+        self.quality_dir = quality_dir
 
     def _checkpoint(self, name: str, rules: tuple[Rule, ...], keys: tuple[str, ...]):
         if name not in self._checkpoints:
@@ -238,6 +254,7 @@ class Gate:
         if missing:
             raise ValueError(f"{name}: rules name columns {missing} that the table does not have "
                              f"(its columns: {', '.join(batch.columns)})")
+        forget_old_runs(self.quality_dir, name)
         # Naive UTC, as Spark hands timestamps to Python (lakehouse/spark.py sets the zone).
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         result = self._checkpoint(name, rules, keys).run(

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from datetime import timezone
 from pathlib import Path
 
@@ -68,10 +69,10 @@ def drain_until_equal(spark, settings, db, tables=tuple(CDC_TABLES), timeout=180
         time.sleep(3)
 
 
-def run_workload(db, steps: int, seed: int) -> None:
-    workload = OltpWorkload(db, seed)
-    for _ in range(steps):
-        workload.step()
+def run_workload(db, steps: int, seed: int, bad_share: float = 0.0) -> Counter:
+    """The random workload plus edge cases; returns how often each operation ran."""
+    workload = OltpWorkload(db, seed, bad_share)
+    done = Counter(workload.step() for _ in range(steps))
     # Edge cases the random mix may not hit: a key changed three times in one transaction,
     # deleted and re-inserted, and a customer moving country (partition) and back.
     with db.transaction():
@@ -88,6 +89,7 @@ def run_workload(db, steps: int, seed: int) -> None:
                    " WHERE customer_id = 5")
         db.execute("UPDATE retail.customer_master SET country = 'BR', region = 'latin_america'"
                    " WHERE customer_id = 5")
+    return done
 
 
 def test_bronze_equals_postgres_after_a_random_workload(services, spark, db):

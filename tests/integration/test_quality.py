@@ -14,7 +14,7 @@ from lakehouse.incremental import Runner, snapshot
 from lakehouse.tables import quality_results_table
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 from tests.integration.test_bronze import _cli_env, drain_until_equal
-from tests.integration.test_silver_gold import run_all
+from tests.integration.test_silver_gold import quarantined
 
 ORDERS = UNIFIED_CUSTOMER_ORDERS
 FIRST_ORDER = 9_100_000  # far above the seeded and simulated order ids
@@ -29,12 +29,6 @@ def insert_line(db, order_id, line_item_id, customer_id, product_id, quantity=2,
                "(%s, %s, %s, %s, %s, %s, %s, %s, NULL, %s, %s, now())",
                (order_id, line_item_id, customer_id, product_id, quantity, unit_price, discount,
                 channel, status, transaction_ts or datetime.now(timezone.utc)))
-
-
-def quarantined(spark, settings, table=ORDERS) -> dict[tuple, tuple[list[str], str]]:
-    rows = snapshot(spark, table.quarantine, settings).collect()
-    return {tuple(r[k] for k in table.record_key): (list(r.quarantine_rules), r.quarantine_status)
-            for r in rows}
 
 
 def promoted_keys(spark, settings, table=ORDERS) -> set[tuple]:
@@ -68,7 +62,7 @@ def run_silver(spark, settings):
 def test_bad_rows_are_kept_out_with_their_reason_and_promoted_once_fixed(services, spark, db,
                                                                          clean_source):
     drain_until_equal(spark, services, db)
-    run_all(spark, services)
+    run_silver(spark, services)
     customer_id, product_id = db.execute(
         "SELECT s.customer_id, s.product_id FROM retail.sales_transactions s LIMIT 1").fetchone()
     db.execute("INSERT INTO retail.customer_master SELECT %s, first_name, last_name, "
@@ -153,3 +147,4 @@ def test_a_fail_tier_breach_commits_nothing_and_exits_non_zero(services, spark, 
     db.execute("DELETE FROM retail.sales_transactions WHERE order_id = %s", (FIRST_ORDER + 1,))
     drain_until_equal(spark, services, db)
     assert run_silver(spark, services)[ORDERS.name].mode == "incremental"
+

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -17,9 +18,10 @@ from kafka import KafkaProducer
 from gold.tables import DAILY_SALES
 from ingestion.events import EventStreams, encode
 from ingestion.topics import CLICKSTREAM_TOPIC
+from lakehouse import domain
 from lakehouse.catalog import derived_tables, exists
 from lakehouse.incremental import Runner, snapshot
-from silver.tables import SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
+from silver.tables import CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
 from tests.integration.test_bronze import _cli_env, drain_until_equal, run_workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,6 +49,26 @@ def assert_equals_full_rebuild(spark, settings, tables=None) -> None:
         assert (missing.count(), extra.count()) == (0, 0), (
             f"{table.name} differs from a full rebuild; missing {missing.limit(3).collect()}, "
             f"extra {extra.limit(3).collect()}")
+
+
+def quarantined(spark, settings, table=UNIFIED_CUSTOMER_ORDERS) -> dict[tuple, tuple[list[str], str]]:
+    """The table's quarantine: key -> (rules broken, held back or quarantined)."""
+    if not exists(spark, table.quarantine.path(settings)):
+        return {}
+    return {tuple(r[k] for k in table.record_key): (list(r.quarantine_rules), r.quarantine_status)
+            for r in snapshot(spark, table.quarantine, settings).collect()}
+
+
+def lines_bad_at_source(db) -> set[tuple]:
+    """The sales lines that break a quarantine rule of unified orders, as Postgres sees them."""
+    return set(db.execute(
+        "SELECT s.order_id, s.line_item_id FROM retail.sales_transactions s"
+        " LEFT JOIN retail.customer_master c ON c.customer_id = s.customer_id"
+        " LEFT JOIN retail.product_catalog p ON p.product_id = s.product_id"
+        " WHERE c.customer_id IS NULL OR p.product_id IS NULL OR s.quantity <= 0"
+        " OR s.unit_price < 0 OR s.discount < 0 OR s.quantity * s.unit_price < s.discount"
+        " OR s.transaction_ts > now() OR NOT s.status = ANY(%s)",
+        (list(domain.ORDER_STATUSES),)).fetchall())
 
 
 def click(session_id: str, event_type: str, ts: datetime, n: int) -> dict:
@@ -79,14 +101,22 @@ def test_incremental_runs_equal_a_full_rebuild(services, spark, db, producer):
     late_session = [click("late-session", "purchase", noon + timedelta(minutes=5), 3),
                     click("late-session", "page_view", noon, 2),
                     click("late-session", "page_view", noon - timedelta(hours=13), 1)]
+    operations = Counter()
     for round_number in range(3):
-        run_workload(db, steps=120, seed=300 + round_number)
+        # A tenth of the transactions write rows the gates must catch, and later ones fix them.
+        operations += run_workload(db, steps=120, seed=300 + round_number, bad_share=0.1)
         for _ in range(150):
             streams.step()
         send_clicks(producer, [late_session[round_number]])
         drain_until_equal(spark, services, db)
-        run_all(spark, services)
+        run_all(spark, services)  # each run's reconciliation adds up, or it raises
         assert_equals_full_rebuild(spark, services)
+        assert set(quarantined(spark, services)) == lines_bad_at_source(db)
+        malformed = {(r[0],) for r in db.execute(
+            "SELECT customer_id FROM retail.customer_master WHERE email !~ %s", (domain.EMAIL_PATTERN,))}
+        assert set(quarantined(spark, services, CUSTOMER_PROFILES)) == malformed
+    assert all(operations[kind] for kind in ("negative_quantity", "unknown_product",
+                                             "future_timestamp", "malformed_email", "fix_bad_row"))
 
     session = snapshot(spark, SESSIONIZED_CLICKSTREAMS, services).where("session_id = 'late-session'")
     assert [(r.event_count, r.converted, str(r.session_date)) for r in session.collect()] == [

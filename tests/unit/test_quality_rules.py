@@ -60,3 +60,17 @@ def test_freshness_and_future_rules_take_the_clock_at_validation():
     assert quality.expectation_parameters(rules, now) == {
         "now": now, "fresh_since_7200": datetime(2026, 6, 1, 10, 0)}
     assert rules[1].name == "newest ts at most 2 hours old"
+
+
+def test_data_docs_keep_the_newest_runs_of_each_table(tmp_path):
+    def run(root, start):
+        page = root / "orders" / "__none__" / start / "spark-orders.json"
+        page.parent.mkdir(parents=True)
+        page.write_text("{}")
+    starts = [f"20261123T1{n:05d}.000000Z" for n in range(5)]
+    for start in starts:
+        run(tmp_path / "gx" / "uncommitted" / "validations", start)
+        run(tmp_path / "docs" / "validations", start)
+    quality.forget_old_runs(tmp_path, "orders", keep=2)
+    for root in ("gx/uncommitted/validations", "docs/validations"):
+        assert sorted(p.name for p in (tmp_path / root / "orders" / "__none__").iterdir()) == starts[-2:]
