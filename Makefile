@@ -51,7 +51,7 @@ simulate: ## run the live workload for DURATION seconds (default 60)
 	$(LAKEHOUSE) simulate --duration $${DURATION:-60}
 
 test: install env ## unit and integration tests (starts the native services when needed)
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=10
 
 test-unit: install ## unit tests only (no services)
 	$(VENV)/bin/pytest -q tests/unit

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import timedelta
 from collections import Counter
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ class SimulationPlan:
     seed: int = 7
     bad_event_share: float = 0.0
     bad_row_share: float = 0.0
+    fix_bad_rows_after_seconds: float = 600.0
 
 
 def simulate(settings: Settings, plan: SimulationPlan, report=print) -> Counter:
@@ -30,7 +32,8 @@ def simulate(settings: Settings, plan: SimulationPlan, report=print) -> Counter:
     # Autocommit, so that each workload step's `transaction()` is a real transaction of its
     # own and not a savepoint inside one endless transaction.
     with connect(settings, autocommit=True) as conn:
-        oltp = OltpWorkload(conn, plan.seed, plan.bad_row_share)
+        oltp = OltpWorkload(conn, plan.seed, plan.bad_row_share,
+                            timedelta(seconds=plan.fix_bad_rows_after_seconds))
         customers = [r[0] for r in conn.execute(
             "SELECT customer_id FROM retail.customer_master ORDER BY customer_id LIMIT 5000")]
         catalog = conn.execute(

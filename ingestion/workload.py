@@ -34,8 +34,10 @@ class KeySpace:
     max_customer_id: int
     max_product_id: int
     max_order_id: int
+    fix_after: timedelta = timedelta(0)
     deleted_lines: list[dict] = field(default_factory=list)
-    bad_rows: list[tuple[str, int]] = field(default_factory=list)  # (operation, key), to fix later
+    # (when written, operation, key) of the bad rows written, for a later step to fix
+    bad_rows: list[tuple[datetime, str, int]] = field(default_factory=list)
 
     @classmethod
     def load(cls, conn: psycopg.Connection) -> "KeySpace":
@@ -166,7 +168,7 @@ def _bad_order(kind: str, spoil: Callable[[dict, random.Random, KeySpace, dateti
             return "skipped"
         spoil(lines[0], rng, keys, now)
         _insert(conn, "sales_transactions", lines)
-        keys.bad_rows.append((kind, keys.max_order_id))
+        keys.bad_rows.append((now, kind, keys.max_order_id))
         return kind
     operation.__name__ = kind
     return operation
@@ -189,15 +191,18 @@ def malformed_email(conn, rng, keys, now):
     customer_id = rng.randint(1, keys.max_customer_id)
     conn.execute("UPDATE retail.customer_master SET email = replace(email, '@', ' at '),"
                  " updated_ts = %s WHERE customer_id = %s", (now, customer_id))
-    keys.bad_rows.append(("malformed_email", customer_id))
+    keys.bad_rows.append((now, "malformed_email", customer_id))
     return "malformed_email"
 
 
 def fix_bad_row(conn, rng, keys, now):
-    """Someone corrects a bad row at the source (or the missing product is created)."""
-    if not keys.bad_rows:
+    """Someone corrects a bad row at the source (or the missing product is created), once it
+    is `fix_after` old: long enough, live, for the pipeline to quarantine it first."""
+    ready = [row for row in keys.bad_rows if row[0] <= now - keys.fix_after]
+    if not ready:
         return "skipped"
-    kind, key = keys.bad_rows.pop(rng.randrange(len(keys.bad_rows)))
+    keys.bad_rows.remove(written := rng.choice(ready))
+    _, kind, key = written
     if kind == "malformed_email":
         conn.execute("UPDATE retail.customer_master SET email = replace(email, ' at ', '@'),"
                      " updated_ts = %s WHERE customer_id = %s", (now, key))
@@ -232,13 +237,15 @@ BAD_OPERATIONS = {
 class OltpWorkload:
     """Runs one weighted-random operation per `step()` call, each in its own transaction."""
 
-    def __init__(self, conn: psycopg.Connection, seed: int, bad_share: float = 0.0):
+    def __init__(self, conn: psycopg.Connection, seed: int, bad_share: float = 0.0,
+                 fix_after: timedelta = timedelta(0)):
         assert conn.autocommit, "each step must commit on its own"
         if not 0 <= bad_share <= 1:
             raise ConfigurationError(f"the share of bad rows must be between 0 and 1, got {bad_share}")
         self.conn, self.bad_share = conn, bad_share
         self.rng = random.Random(f"{seed}:oltp")
         self.keys = KeySpace.load(conn)
+        self.keys.fix_after = fix_after
         if not (self.keys.max_customer_id and self.keys.max_product_id and self.keys.max_order_id):
             raise ConfigurationError("The retail tables are empty: run `lakehouse seed` first.")
         self.operations, self.weights = zip(*OPERATIONS.items())

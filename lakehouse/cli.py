@@ -71,7 +71,7 @@ def _simulate(args, settings):
     from ingestion.simulate import SimulationPlan, simulate
 
     plan = SimulationPlan(args.rate, args.event_rate, args.duration, args.seed, args.bad_events,
-                          args.bad_rows)
+                          args.bad_rows, args.fix_bad_rows_after)
     try:
         done = simulate(settings, plan)
     except KeyboardInterrupt:
@@ -284,6 +284,8 @@ def parser() -> argparse.ArgumentParser:
                           help="share of transactions writing a row the quality gates must catch "
                                "(negative quantity, unknown product, future timestamp, malformed "
                                "e-mail), 0..1; later transactions fix them at the source")
+    simulate.add_argument("--fix-bad-rows-after", type=float, default=600.0,
+                          help="seconds before a bad row may be fixed at the source")
     simulate.set_defaults(handler=_simulate)
 
     bronze = commands.add_parser("bronze", help="land the Kafka topics in the Bronze tables")
