@@ -4,6 +4,7 @@ them are promoted; a fail-tier breach commits nothing; a fix at the source promo
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -12,9 +13,9 @@ from pyspark.sql import functions as F
 from lakehouse import cli, timeline
 from lakehouse.incremental import Runner, snapshot
 from lakehouse.tables import quality_results_table
-from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
+from silver.tables import CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
 from tests.integration.test_bronze import _cli_env, drain_until_equal
-from tests.integration.test_silver_gold import quarantined
+from tests.integration.test_silver_gold import click, producer, quarantined, send_clicks  # noqa: F401
 
 ORDERS = UNIFIED_CUSTOMER_ORDERS
 FIRST_ORDER = 9_100_000  # far above the seeded and simulated order ids
@@ -148,3 +149,28 @@ def test_a_fail_tier_breach_commits_nothing_and_exits_non_zero(services, spark, 
     drain_until_equal(spark, services, db)
     assert run_silver(spark, services)[ORDERS.name].mode == "incremental"
 
+
+
+def test_an_unknown_event_type_is_quarantined_and_a_stale_batch_only_warned(services, spark, db,
+                                                                          producer):
+    sessions, tag = SESSIONIZED_CLICKSTREAMS, uuid.uuid4().hex[:8]
+    runner = Runner(spark, services)
+    drain_until_equal(spark, services, db)
+    runner.run(sessions)  # takes in what earlier tests sent, so the next batch is ours alone
+    three_hours_ago = datetime.now(timezone.utc) - timedelta(hours=3)
+    send_clicks(producer, [click(f"stale-{tag}", "page_view", three_hours_ago, 1),
+                           click(f"odd-{tag}", "page_view", three_hours_ago, 1),
+                           click(f"odd-{tag}", "teleport", three_hours_ago, 2)])
+    drain_until_equal(spark, services, db)
+    report = runner.run(sessions)
+    runner.record_results()
+
+    assert quarantined(spark, services, sessions)[(f"odd-{tag}",)] == (
+        ["event types are known"], "quarantined")
+    assert (f"stale-{tag}",) in promoted_keys(spark, services, sessions)
+    freshness = f'{sessions.name}: rule "newest session_end_ts at most 1 hour old" (warn) failed'
+    assert any(b.startswith(freshness) for b in report.breaches), report.breaches
+    recorded = snapshot(spark, quality_results_table("silver"), services).where(
+        (F.col("table_name") == sessions.name) & (F.col("rule") == "newest session_end_ts at most 1 hour old")
+        & ~F.col("success") & (F.col("rows_checked") == 2))
+    assert recorded.count() >= 1
