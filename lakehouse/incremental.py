@@ -5,7 +5,8 @@ A run of one derived table:
    `hudi_table_changes(<input>, 'cdc', <start>, <end>)`, `end` being the input's newest
    completed commit when the run began;
 2. turns them into the output keys they affect (`Input.affects`), before- and after-images
-   alike, so a row that moves between groups recomputes both;
+   alike, so a row that moves between groups recomputes both; keys held in the quarantine
+   for a rule that reads the clock are added, since time alone may have made them pass;
 3. recomputes exactly those keys with the table's transform over the inputs' current
    snapshots, keeps the rows that differ from what the table holds, and marks the keys the
    transform no longer produces as deletes; inputs declared with `prune` (and the output,
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import reduce
@@ -117,7 +119,10 @@ def changed_images(spark: SparkSession, table, settings: Settings, start: str, e
         for f in columns if not isinstance(f.dataType, T.DecimalType)]
     log = spark.sql("SELECT before, after FROM hudi_table_changes(?, 'cdc', ?, ?)",
                     args=[table.path(settings), start, end])
-    images = log.select(F.explode(F.array("before", "after")).alias("json")).where("json IS NOT NULL")
+    # A delete's missing after-image comes as SQL NULL or as the JSON text "null", which
+    # would parse into a row of nulls.
+    images = (log.select(F.explode(F.array("before", "after")).alias("json"))
+              .where("json IS NOT NULL AND trim(json) <> 'null'"))
     return images.select(F.from_json("json", as_read).alias("image")).select(restored)
 
 
@@ -177,9 +182,16 @@ RESULTS_SCHEMA = T.StructType([
 ])
 
 
+def utc_now() -> datetime:
+    """Naive UTC, as Spark hands timestamps to Python (lakehouse/spark.py sets the zone)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
 class Runner:
-    def __init__(self, spark: SparkSession, settings: Settings):
-        self.spark, self.settings = spark, settings
+    def __init__(self, spark: SparkSession, settings: Settings,
+                 clock: Callable[[], datetime] = utc_now):
+        """`clock` is the "now" that rules such as "not in the future" compare with."""
+        self.spark, self.settings, self.clock = spark, settings, clock
         self._gate: quality.Gate | None = None
         self._results: dict[str, list[tuple]] = {}
 
@@ -245,8 +257,9 @@ class Runner:
                   full_refresh: bool) -> quality.Verdict:
         """The gate: every rule over the rows about to be promoted, recorded whatever the
         outcome; a fail-tier breach stops the run here, before anything is written."""
-        verdict = self.gate.validate(table.name, table.rules, table.record_key, candidates)
-        validated_at = datetime.now(timezone.utc).replace(tzinfo=None)
+        validated_at = self.clock()
+        verdict = self.gate.validate(table.name, table.rules, table.record_key, candidates,
+                                     validated_at)
         run_id = f"{validated_at:%Y%m%d%H%M%S%f}"
         instants = json.dumps(ends, sort_keys=True)
         self._results.setdefault(table.layer, []).extend(
@@ -383,7 +396,19 @@ class Runner:
                     f"{ends[source.table.name]}] are unreadable ({cause}); rebuilt from full "
                     f"snapshots") from None
             affected.append(affected_rows(self.spark, table, source, changed))
+        affected += self._due_for_recheck(table)
         return changes_read, cache(reduce(DataFrame.unionByName, affected).distinct())
+
+    def _due_for_recheck(self, table: DerivedTable) -> list[DataFrame]:
+        """Quarantined rows that broke a rule reading the clock ("not in the future"): time
+        alone can make them pass, so every run with new input checks them again."""
+        timed = [r.name for r in table.rules if r.depends_on_clock and r.row_level]
+        quarantine = table.quarantine
+        if not timed or not exists(self.spark, quarantine.path(self.settings)):
+            return []
+        held = snapshot(self.spark, quarantine, self.settings)
+        return [held.where(F.arrays_overlap("quarantine_rules", F.array(*map(F.lit, timed))))
+                .select(*table.affected_columns)]
 
     def _upsert_affected(self, table: DerivedTable, snapshots: dict[str, DataFrame],
                          transform: DataFrame, affected: DataFrame, ends: dict[str, str],

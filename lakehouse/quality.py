@@ -7,7 +7,9 @@ quarantine reasons and error messages, and a tier that says what a breach does:
 - `quarantine`: the failing rows go to `<table>_quarantine` with the rules they broke and
   the rest goes on. A rule that `waits_for` an input (a customer or product that may
   arrive late) marks its rows *held back* rather than wrong: they are promoted once the
-  missing row arrives, as any quarantined row is once it is fixed at the source.
+  missing row arrives, as any quarantined row is once it is fixed at the source. Rows
+  that broke a rule reading the clock (a timestamp in the future) are checked again on
+  every run that has new input, so they are promoted once their time has come.
 - `fail`: the promotion stops before anything is written; the message names the table,
   the rule and offending values.
 
@@ -21,7 +23,7 @@ import json
 import logging
 import shutil
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -57,6 +59,12 @@ class Rule:
     @property
     def row_level(self) -> bool:
         return self.expectation not in BATCH_EXPECTATIONS
+
+    @property
+    def depends_on_clock(self) -> bool:
+        """Its verdict on an unchanged row can change as time passes (it reads "now")."""
+        return any(isinstance(value, dict) and "$PARAMETER" in value
+                   for _, value in self.arguments)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -249,14 +257,14 @@ class Gate:
         return self._checkpoints[name]
 
     def validate(self, name: str, rules: tuple[Rule, ...], keys: tuple[str, ...],
-                 batch: DataFrame) -> Verdict:
+                 batch: DataFrame, now: datetime) -> Verdict:
+        """`now` is naive UTC, as Spark hands timestamps to Python (lakehouse/spark.py sets
+        the zone)."""
         missing = sorted({c for r in rules for c in r.columns} - set(batch.columns))
         if missing:
             raise ValueError(f"{name}: rules name columns {missing} that the table does not have "
                              f"(its columns: {', '.join(batch.columns)})")
         forget_old_runs(self.quality_dir, name)
-        # Naive UTC, as Spark hands timestamps to Python (lakehouse/spark.py sets the zone).
-        now = datetime.now(timezone.utc).replace(tzinfo=None)
         result = self._checkpoint(name, rules, keys).run(
             batch_parameters={"dataframe": batch}, expectation_parameters=expectation_parameters(rules, now))
         by_name = {r.name: r for r in rules}

@@ -95,19 +95,19 @@ def test_incremental_runs_equal_a_full_rebuild(services, spark, db, producer):
     products = db.execute("SELECT product_id, sku FROM retail.product_catalog").fetchall()
     streams = EventStreams(producer, 11, customer_ids, [s for _, s in products],
                            [p for p, _ in products])
-    # A session whose events arrive out of order over three runs, its first event last
-    # and on the previous day, so the session moves to another session_date partition.
+    # A session whose events arrive out of order over two runs, its first event last and
+    # on the previous day, so the session moves to another session_date partition.
     noon = datetime.now(timezone.utc).replace(hour=12, minute=0, second=0, microsecond=0)
-    late_session = [click("late-session", "purchase", noon + timedelta(minutes=5), 3),
-                    click("late-session", "page_view", noon, 2),
-                    click("late-session", "page_view", noon - timedelta(hours=13), 1)]
+    late_session = [[click("late-session", "purchase", noon + timedelta(minutes=5), 3),
+                     click("late-session", "page_view", noon, 2)],
+                    [click("late-session", "page_view", noon - timedelta(hours=13), 1)]]
     operations = Counter()
-    for round_number in range(3):
+    for round_number, clicks in enumerate(late_session):
         # A tenth of the transactions write rows the gates must catch, and later ones fix them.
-        operations += run_workload(db, steps=120, seed=300 + round_number, bad_share=0.1)
-        for _ in range(150):
+        operations += run_workload(db, steps=180, seed=300 + round_number, bad_share=0.1)
+        for _ in range(200):
             streams.step()
-        send_clicks(producer, [late_session[round_number]])
+        send_clicks(producer, clicks)
         drain_until_equal(spark, services, db)
         run_all(spark, services)  # each run's reconciliation adds up, or it raises
         assert_equals_full_rebuild(spark, services)

@@ -60,6 +60,7 @@ def test_freshness_and_future_rules_take_the_clock_at_validation():
     assert quality.expectation_parameters(rules, now) == {
         "now": now, "fresh_since_7200": datetime(2026, 6, 1, 10, 0)}
     assert rules[1].name == "newest ts at most 2 hours old"
+    assert [r.depends_on_clock for r in rules + (quality.between("ts", 0),)] == [True, True, False]
 
 
 def test_data_docs_keep_the_newest_runs_of_each_table(tmp_path):

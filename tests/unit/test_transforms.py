@@ -99,11 +99,13 @@ def test_sessions_are_built_from_events_in_any_order(spark):
     _, rows = run(spark, SESSIONIZED_CLICKSTREAMS, clicks=bronze_rows(spark, WEB_CLICKSTREAMS, [
         click(3, "purchase", datetime(2026, 3, 2, 0, 10), device="desktop"),
         click(1, "page_view", datetime(2026, 3, 1, 23, 55)),
-        click(2, "add_to_cart", datetime(2026, 3, 2, 0, 0))]))
+        click(2, "add_to_cart", datetime(2026, 3, 2, 0, 0)),
+        click(4, "teleport", datetime(2026, 3, 2, 0, 5))]))
     session = rows[("s1",)]
     assert (session.session_start_ts, session.session_end_ts, session.duration_seconds) == (
         datetime(2026, 3, 1, 23, 55), datetime(2026, 3, 2, 0, 10), 900.0)
-    assert (session.event_count, session.page_views, session.add_to_carts, session.purchases) == (3, 1, 1, 1)
+    assert (session.event_count, session.page_views, session.add_to_carts, session.purchases,
+            session.other_events) == (4, 1, 1, 1, 1)
     assert session.converted and session.device == "desktop" and session.customer_id == 10
     assert session.session_date == date(2026, 3, 1)
 
