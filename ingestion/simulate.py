@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import time
-from datetime import timedelta
 from collections import Counter
 from dataclasses import dataclass
+from datetime import timedelta
 
 from kafka import KafkaProducer
 

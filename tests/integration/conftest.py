@@ -7,7 +7,7 @@ import json
 import time
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from infra import stack
 from ingestion import database
@@ -33,6 +33,13 @@ def services(settings):
 def db(services):
     with database.connect(services, autocommit=True) as conn:
         yield conn
+
+
+@pytest.fixture
+def producer(services):
+    producer = KafkaProducer(bootstrap_servers=services.kafka_bootstrap)
+    yield producer
+    producer.close()
 
 
 class TopicReader:

@@ -15,12 +15,12 @@ from ingestion.events import encode
 from ingestion.topics import INVENTORY_TOPIC
 from lakehouse import cli, timeline
 from gold.tables import DAILY_SALES
-from lakehouse.incremental import DELETED, Runner, snapshot, utc_now, write
+from lakehouse.incremental import DELETED, snapshot, utc_now, write
 from lakehouse.tables import quality_results_table
 from silver.tables import (CUSTOMER_PROFILES, PRODUCT_DAILY_INVENTORY, SESSIONIZED_CLICKSTREAMS,
-                           UNIFIED_CUSTOMER_ORDERS)
+                           SILVER_TABLES, UNIFIED_CUSTOMER_ORDERS)
 from tests.integration.test_bronze import _cli_env, drain_until_equal
-from tests.integration.test_silver_gold import click, producer, quarantined, send_clicks  # noqa: F401
+from tests.integration.test_silver_gold import click, quarantined, run_tables, send_clicks
 
 ORDERS = UNIFIED_CUSTOMER_ORDERS
 FIRST_ORDER = 9_100_000  # far above the seeded and simulated order ids
@@ -29,6 +29,7 @@ BAD_EMAIL_CUSTOMER = 9_100_002
 # How far ahead the future-dated line is. Kept short: moving the runner's clock past it also
 # promotes any other line dated within that span, which the shared dev database may hold.
 AHEAD = timedelta(minutes=15)
+ORDERS_AND_PROFILES = (ORDERS, CUSTOMER_PROFILES)
 
 
 def insert_line(db, order_id, line_item_id, customer_id, product_id, quantity=2,
@@ -60,14 +61,6 @@ def clean_source(db):
     remove()
 
 
-def run_silver(spark, settings, tables=(ORDERS, CUSTOMER_PROFILES), clock=utc_now):
-    runner = Runner(spark, settings, clock)
-    try:
-        return {t.name: runner.run(t) for t in tables}
-    finally:
-        runner.record_results()
-
-
 def stock_report(sku: str, quantity_on_hand: int, ts: datetime) -> dict:
     return {"sku": sku, "location_id": "WH-TEST", "quantity_on_hand": quantity_on_hand,
             "change_qty": 0, "reason": "adjustment", "update_ts": ts}
@@ -75,10 +68,9 @@ def stock_report(sku: str, quantity_on_hand: int, ts: datetime) -> dict:
 
 def test_bad_rows_and_events_are_kept_out_with_their_reason_and_promoted_once_fixed(
         services, spark, db, producer, clean_source):
-    every_silver_table = (ORDERS, CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS, PRODUCT_DAILY_INVENTORY)
     drain_until_equal(spark, services, db)
     # Takes in what earlier tests left, so that the next batches are this test's alone.
-    run_silver(spark, services, every_silver_table)
+    run_tables(spark, services, SILVER_TABLES)
     customer_id, product_id = db.execute(
         "SELECT s.customer_id, s.product_id FROM retail.sales_transactions s LIMIT 1").fetchone()
     db.execute("INSERT INTO retail.customer_master SELECT %s, first_name, last_name, "
@@ -108,7 +100,7 @@ def test_bad_rows_and_events_are_kept_out_with_their_reason_and_promoted_once_fi
     producer.send(INVENTORY_TOPIC, key=negative_stock["sku"].encode(), value=encode(negative_stock))
     producer.flush()
     drain_until_equal(spark, services, db)
-    reports = run_silver(spark, services, every_silver_table)
+    reports = run_tables(spark, services, SILVER_TABLES)
 
     held = quarantined(spark, services)
     assert {key: rules for key, (rules, _) in held.items() if key[0] == FIRST_ORDER} == bad
@@ -158,7 +150,7 @@ def test_bad_rows_and_events_are_kept_out_with_their_reason_and_promoted_once_fi
     producer.send(INVENTORY_TOPIC, key=recount["sku"].encode(), value=encode(recount))
     producer.flush()
     drain_until_equal(spark, services, db)
-    run_silver(spark, services, every_silver_table, clock=lambda: utc_now() + AHEAD)
+    run_tables(spark, services, SILVER_TABLES, clock=lambda: utc_now() + AHEAD)
     assert not [key for key in quarantined(spark, services) if key[0] == FIRST_ORDER]
     assert set(bad) <= promoted_keys(spark, services)
     assert (BAD_EMAIL_CUSTOMER,) in promoted_keys(spark, services, CUSTOMER_PROFILES)
@@ -170,7 +162,7 @@ def test_bad_rows_and_events_are_kept_out_with_their_reason_and_promoted_once_fi
 def test_a_fail_tier_breach_commits_nothing_and_exits_non_zero(services, spark, db, clean_source,
                                                                 capsys, monkeypatch):
     drain_until_equal(spark, services, db)
-    run_silver(spark, services)
+    run_tables(spark, services, ORDERS_AND_PROFILES)
     customer_id, product_id = db.execute(
         "SELECT customer_id, product_id FROM retail.sales_transactions LIMIT 1").fetchone()
     insert_line(db, FIRST_ORDER + 1, 1, customer_id, product_id, channel="kiosk")
@@ -193,7 +185,7 @@ def test_a_fail_tier_breach_commits_nothing_and_exits_non_zero(services, spark, 
     # Deleting the line at the source unblocks the table.
     db.execute("DELETE FROM retail.sales_transactions WHERE order_id = %s", (FIRST_ORDER + 1,))
     drain_until_equal(spark, services, db)
-    assert run_silver(spark, services)[ORDERS.name].mode == "incremental"
+    assert run_tables(spark, services, ORDERS_AND_PROFILES)[ORDERS.name].mode == "incremental"
 
 
 
@@ -202,7 +194,7 @@ def test_gold_keeps_out_a_group_that_breaks_its_rules(services, spark, db):
     defence: a line written straight into Silver (as a bug or a hand edit would) makes a
     negative group, which Gold quarantines; once the line is gone, so is the group."""
     drain_until_equal(spark, services, db)
-    run_silver(spark, services, (ORDERS, DAILY_SALES))
+    run_tables(spark, services, (ORDERS, DAILY_SALES))
     category = f"gate_probe_{uuid.uuid4().hex[:8]}"
     columns = snapshot(spark, ORDERS, services).schema
     probe = (snapshot(spark, ORDERS, services).where("status = 'completed'").limit(1)
@@ -215,14 +207,14 @@ def test_gold_keeps_out_a_group_that_breaks_its_rules(services, spark, db):
     order_date, region = line.select("order_date", "region").first()
     group = (order_date, category, region)
 
-    report = run_silver(spark, services, (DAILY_SALES,))[DAILY_SALES.name]
+    report = run_tables(spark, services, (DAILY_SALES,))[DAILY_SALES.name]
     assert quarantined(spark, services, DAILY_SALES)[group] == (
         ["total_sales_amount >= 0", "units_sold > 0"], "quarantined")
     assert group not in promoted_keys(spark, services, DAILY_SALES)
     assert report.reconciliation.quarantined == 1
 
     write(line.withColumn(DELETED, F.lit(True)), ORDERS, services, "upsert")
-    report = run_silver(spark, services, (DAILY_SALES,))[DAILY_SALES.name]
+    report = run_tables(spark, services, (DAILY_SALES,))[DAILY_SALES.name]
     assert group not in quarantined(spark, services, DAILY_SALES)
     assert group not in promoted_keys(spark, services, DAILY_SALES)
     assert report.reconciliation.removed == 1

@@ -12,7 +12,6 @@ from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pytest
 from kafka import KafkaProducer
 
 from gold.tables import DAILY_SALES
@@ -20,19 +19,25 @@ from ingestion.events import EventStreams, encode
 from ingestion.topics import CLICKSTREAM_TOPIC
 from lakehouse import domain
 from lakehouse.catalog import derived_tables, exists
-from lakehouse.incremental import Runner, snapshot
+from lakehouse.incremental import Runner, RunReport, snapshot, utc_now
 from silver.tables import CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
 from tests.integration.test_bronze import _cli_env, drain_until_equal, run_workload
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_all(spark, settings) -> dict[str, str]:
-    runner = Runner(spark, settings)
+def run_tables(spark, settings, tables=None, clock=utc_now) -> dict[str, RunReport]:
+    """Runs `tables` (all, in layer order, by default) and records their validation
+    results, as `lakehouse run` does."""
+    runner = Runner(spark, settings, clock)
     try:
-        return {table.name: runner.run(table).mode for table in derived_tables()}
+        return {table.name: runner.run(table) for table in tables or derived_tables()}
     finally:
         runner.record_results()
+
+
+def run_all(spark, settings) -> dict[str, str]:
+    return {name: report.mode for name, report in run_tables(spark, settings).items()}
 
 
 def assert_equals_full_rebuild(spark, settings, tables=None) -> None:
@@ -81,13 +86,6 @@ def send_clicks(producer: KafkaProducer, events: list[dict]) -> None:
     for event in events:
         producer.send(CLICKSTREAM_TOPIC, key=event["session_id"].encode(), value=encode(event))
     producer.flush()
-
-
-@pytest.fixture
-def producer(services):
-    producer = KafkaProducer(bootstrap_servers=services.kafka_bootstrap)
-    yield producer
-    producer.close()
 
 
 def test_incremental_runs_equal_a_full_rebuild(services, spark, db, producer):
