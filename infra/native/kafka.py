@@ -25,6 +25,18 @@ JVM_BASE = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true
             f"-Dlog4j2.configurationFile={CONFIG_DIR / 'log4j2.properties'}"]
 
 
+def _random_cluster_id() -> str:
+    """A KRaft cluster id as Kafka draws them: a random UUID in URL-safe base64.
+
+    Like Kafka's own `Uuid.randomUuid`, this redraws ids that start with "-": the storage
+    tool's argument parser would take such an id for an option (1 draw in 64).
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
+
+
 def _render(template: str, target: Path, **values: object) -> Path:
     text = string.Template((CONFIG_DIR / template).read_text()).substitute(values)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -94,11 +106,11 @@ class NativeKafka(JvmService):
         config = _render("kafka-server.properties", home / "server.properties",
                          kafka_port=self.port, controller_port=self.port + 1, data_dir=data)
         if not (data / "meta.properties").exists():
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            cluster_id = _random_cluster_id()
             jars = ensure_jars(self.settings.state_dir)
             result = subprocess.run(
                 ["java", "-Xmx256m", *JVM_BASE, "-cp", jars.kafka_classpath,
-                 "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)],
+                 "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(config)],
                 capture_output=True, text=True)
             if result.returncode != 0:
                 raise ServiceError(f"Formatting Kafka's log directory failed:\n{result.stdout}"

@@ -2,10 +2,12 @@
 
 import re
 import subprocess
+import uuid
 from pathlib import Path
 
 import yaml
 
+from infra.native import kafka
 from ingestion.connector import connector_definition
 from ingestion.database import SCHEMA_FILE, SOURCE_TABLES
 from lakehouse.settings import read_versions
@@ -76,3 +78,12 @@ def test_make_help_lists_every_target():
     listed = subprocess.run(["make", "-s", "-C", str(ROOT), "help"], capture_output=True,
                             text=True, check=True).stdout
     assert targets == set(re.findall(r"^\s+make (\S+)", listed, re.M))
+
+
+def test_a_cluster_id_never_starts_with_a_dash(monkeypatch):
+    # 0xF8 encodes to "-" in URL-safe base64: the first draw must be refused.
+    draws = iter([uuid.UUID(bytes=b"\xf8" + bytes(15)), uuid.UUID(bytes=b"\x07" + bytes(15))])
+    monkeypatch.setattr(kafka.uuid, "uuid4", lambda: next(draws))
+    cluster_id = kafka._random_cluster_id()
+    assert cluster_id == "BwAAAAAAAAAAAAAAAAAAAA"
+    assert len(cluster_id) == 22
