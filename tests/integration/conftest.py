@@ -56,12 +56,16 @@ class TopicReader:
         for partition, offset in self.consumer.end_offsets(partitions).items():
             self.consumer.seek(partition, offset)
 
+    def poll(self, timeout_ms: int = 500) -> list:
+        """The next messages, (key, value) decoded as JSON where possible."""
+        return [(_decode(r.key), _decode(r.value))
+                for records in self.consumer.poll(timeout_ms=timeout_ms).values() for r in records]
+
     def read_until(self, done, timeout: float = 30.0) -> list:
-        """Messages (key, value decoded as JSON where possible) until done(messages)."""
+        """Messages until done(messages)."""
         messages, deadline = [], time.monotonic() + timeout
         while time.monotonic() < deadline:
-            for records in self.consumer.poll(timeout_ms=500).values():
-                messages += [(_decode(r.key), _decode(r.value)) for r in records]
+            messages += self.poll()
             if done(messages):
                 return messages
         raise AssertionError(f"{self.topic}: condition not met within {timeout} s; "

@@ -1,12 +1,22 @@
-"""Debezium resumes from its replication slot after Kafka Connect goes down: nothing is lost."""
+"""Debezium resumes from its replication slot after Kafka Connect goes down: nothing is lost,
+not even inside a bulk load whose rows share WAL positions."""
 
 from __future__ import annotations
 
+import time
+from datetime import datetime, timezone
+from decimal import Decimal
+
 import pytest
 
+from bronze.tables import SALES_TRANSACTIONS
 from infra import stack
 from ingestion import connector
+from ingestion.seed import copy_rows
 from ingestion.topics import cdc_topic
+from tests.integration.test_bronze import drain_until_equal
+
+CONNECT_OFFSETS_TOPIC = "_connect_offsets"
 
 
 @pytest.mark.parametrize("crash", [True, False], ids=["killed", "stopped"])
@@ -26,3 +36,67 @@ def test_changes_made_while_connect_is_down_arrive_after_restart(services, db, t
                 if v and v["op"] == "u" and v["after"]["loyalty_tier"] == tier} >= set(changed)
 
     reader.read_until(arrived, timeout=90)
+
+
+# Large enough that Debezium streams the transaction for longer than Connect's offset flush
+# interval (5 s at about 10,000 events/s), so an offset is committed inside it.
+BULK_LINES = 60_000
+
+
+def _copy_lines(db, first_order_id: int) -> None:
+    now = datetime.now(timezone.utc)
+    lines = ({"order_id": first_order_id + n, "line_item_id": 1, "customer_id": 1 + n % 50,
+              "product_id": 1 + n % 20, "quantity": 1 + n % 3, "unit_price": Decimal("9.99"),
+              "discount": Decimal("0.00"), "channel": "web", "store_id": None, "status": "pending",
+              "transaction_ts": now, "updated_ts": now} for n in range(BULK_LINES))
+    with db.transaction():
+        copy_rows(db, "sales_transactions", lines)
+
+
+def _insert_select_lines(db, first_order_id: int) -> None:
+    db.execute("INSERT INTO retail.sales_transactions SELECT g, 1, 1 + g %% 50, 1 + g %% 20,"
+               " 1 + g %% 3, 9.99, 0, 'web', NULL, 'pending', now(), now()"
+               " FROM generate_series(%s::bigint, %s::bigint) AS g",
+               (first_order_id, first_order_id + BULK_LINES - 1))
+
+
+def _ours(messages, first_order_id: int) -> list[dict]:
+    """The load's insert events among `messages`."""
+    return [v for _, v in messages if v and v["op"] == "c"
+            and first_order_id <= v["after"]["order_id"] < first_order_id + BULK_LINES]
+
+
+@pytest.mark.parametrize("crash", [False, True], ids=["sigterm", "sigkill"])
+@pytest.mark.parametrize("load", [_copy_lines, _insert_select_lines], ids=["copy", "insert_select"])
+def test_a_bulk_load_streaming_when_connect_stops_reaches_kafka_and_bronze_whole(
+        services, spark, db, topic_reader, load, crash):
+    first_order_id = db.execute("SELECT max(order_id) + 1000 FROM retail.sales_transactions").fetchone()[0]
+    lines = topic_reader(cdc_topic("sales_transactions"))
+    offsets = topic_reader(CONNECT_OFFSETS_TOPIC)
+    try:
+        load(db, first_order_id)
+        # Stop Connect once it has stored an offset inside the load's transaction: that
+        # offset, not the transaction's start, is where the restarted task resumes.
+        arrived, tx_id, deadline = set(), None, time.monotonic() + 120
+        while True:
+            events = _ours(lines.poll(), first_order_id)
+            arrived |= {e["after"]["order_id"] for e in events}
+            tx_id = tx_id or (events[0]["source"]["txId"] if events else None)
+            if tx_id and any(v and v.get("txId") == tx_id for _, v in offsets.poll(100)):
+                break
+            assert time.monotonic() < deadline, f"no offset committed inside the load; {len(arrived)} lines arrived"
+        stack.stop_connect(services, crash=crash)
+        while events := _ours(lines.poll(1000), first_order_id):
+            arrived |= {e["after"]["order_id"] for e in events}
+        assert len(arrived) < BULK_LINES, "the load finished streaming before Connect stopped"
+
+        stack.start_connect(services)
+        assert connector.register(services) == "unchanged"
+        deadline = time.monotonic() + 180
+        while len(arrived) < BULK_LINES and time.monotonic() < deadline:
+            arrived |= {e["after"]["order_id"] for e in _ours(lines.poll(), first_order_id)}
+        assert len(arrived) == BULK_LINES, f"{BULK_LINES - len(arrived)} lines never reached Kafka"
+
+        drain_until_equal(spark, services, db, tables=(SALES_TRANSACTIONS,))
+    finally:
+        db.execute("DELETE FROM retail.sales_transactions WHERE order_id >= %s", (first_order_id,))
