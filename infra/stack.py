@@ -88,21 +88,29 @@ def _mode(settings: Settings) -> str:
     return mode_file.read_text().strip() if mode_file.exists() else "native"
 
 
-def stop_connect(settings: Settings, crash: bool = False) -> None:
-    """Stops the Kafka Connect worker; `crash` kills it at once, as a power cut would."""
+def _native_service(settings: Settings, name: str):
+    services = {service.name: service for service in _native_services(settings)}
+    if name not in services:
+        raise ServiceError(f"no service {name!r}; known: {', '.join(services)}")
+    return services[name]
+
+
+def stop_service(settings: Settings, name: str, crash: bool = False) -> None:
+    """Stops one service; `crash` kills it and all its processes at once, as a power cut or
+    `docker kill` would (for tests of recovery)."""
     if _mode(settings) == "docker":
-        subprocess.run([*COMPOSE, "kill" if crash else "stop", "connect"], check=True)
+        subprocess.run([*COMPOSE, "kill" if crash else "stop", name], check=True)
     elif crash:
-        NativeConnect(settings).kill()
+        _native_service(settings, name).kill()
     else:
-        NativeConnect(settings).stop()
+        _native_service(settings, name).stop()
 
 
-def start_connect(settings: Settings) -> None:
+def start_service(settings: Settings, name: str) -> None:
     if _mode(settings) == "docker":
-        subprocess.run([*COMPOSE, "up", "-d", "--wait", "connect"], check=True)
+        subprocess.run([*COMPOSE, "up", "-d", "--wait", name], check=True)
     else:
-        NativeConnect(settings).start()
+        _native_service(settings, name).start()
 
 
 def status(settings: Settings) -> list[ServiceStatus]:

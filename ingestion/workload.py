@@ -250,6 +250,18 @@ class OltpWorkload:
             raise ConfigurationError("The retail tables are empty: run `lakehouse seed` first.")
         self.operations, self.weights = zip(*OPERATIONS.items())
 
+    def reconnect(self, conn: psycopg.Connection) -> None:
+        """Goes on over a new connection after the database restarted. The interrupted step
+        may or may not have committed, so the id ranges are read again and the deleted lines
+        kept for re-insertion are forgotten (their delete may have been rolled back)."""
+        assert conn.autocommit, "each step must commit on its own"
+        fresh = KeySpace.load(conn)
+        self.conn = conn
+        self.keys.max_customer_id = fresh.max_customer_id
+        self.keys.max_product_id = fresh.max_product_id
+        self.keys.max_order_id = fresh.max_order_id
+        self.keys.deleted_lines.clear()
+
     def step(self) -> str:
         if self.bad_share and self.rng.random() < self.bad_share:
             operation = self.rng.choices(list(BAD_OPERATIONS), weights=list(BAD_OPERATIONS.values()))[0]

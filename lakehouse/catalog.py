@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from lakehouse import timeline
 from lakehouse.settings import Settings
 from lakehouse.tables import LAYERS, DerivedTable, Table, quality_results_table
 
@@ -40,9 +41,13 @@ def declared_tables() -> list[Table]:
 
 
 def exists(spark: SparkSession, path: str) -> bool:
+    """Whether a Hudi table at `path` holds data. A table whose first commit never completed
+    (its writer was killed) does not: it has no schema yet, so the catalog could not register
+    it, and its next writer rolls that commit back and starts it again."""
     jvm = spark.sparkContext._jvm
     hadoop_path = jvm.org.apache.hadoop.fs.Path(f"{path}/.hoodie/hoodie.properties")
-    return hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path)
+    created = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).exists(hadoop_path)
+    return created and timeline.has_commits(spark, path)
 
 
 def register(spark: SparkSession, settings: Settings, tables: list[Table] | None = None) -> list[str]:

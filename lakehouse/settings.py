@@ -128,6 +128,23 @@ class Settings:
     def connect_port(self) -> int:
         return int(self.connect_url.rstrip("/").rsplit(":", 1)[1])
 
+    def environment(self) -> dict[str, str]:
+        """The variables that give a child process (a `lakehouse` command) these settings;
+        `load()` in the child reads them back."""
+        return {
+            "LAKEHOUSE_STATE_DIR": str(self.state_dir), "PGHOST": self.pg_host,
+            "PGPORT": str(self.pg_port), "PGUSER": self.pg_user, "PGDATABASE": self.pg_database,
+            "KAFKA_BOOTSTRAP_SERVERS": self.kafka_bootstrap, "CONNECT_URL": self.connect_url,
+            "LAKEHOUSE_WAREHOUSE": self.warehouse, "LAKEHOUSE_CHECKPOINTS": self.checkpoints,
+            "LAKEHOUSE_QUALITY_DIR": str(self.quality_dir), "QUALITY_DOCS_PORT": str(self.docs_port),
+            "SPARK_SHUFFLE_PARTITIONS": str(self.shuffle_partitions),
+            "SPARK_DRIVER_MEMORY": self.driver_memory, "SPARK_UI": str(self.spark_ui).lower(),
+            "BRONZE_TRIGGER_SECONDS": str(self.bronze_trigger_seconds),
+            "BRONZE_MAX_OFFSETS_PER_BATCH": str(self.bronze_max_offsets_per_batch),
+            "HUDI_COMPACT_EVERY_DELTA_COMMITS": str(self.compact_every_delta_commits),
+            "HUDI_COMMITS_RETAINED": str(self.commits_retained),
+        }
+
     def pg_params(self, **overrides: str) -> dict[str, str]:
         """Keyword arguments for psycopg.connect."""
         return {

@@ -45,13 +45,22 @@ class Timeline:
         return not later or self.earliest_retained is None or min(later) >= self.earliest_retained
 
 
-def read(spark: SparkSession, path: str) -> Timeline:
+def _active_timeline(spark: SparkSession, path: str):
     jvm = spark.sparkContext._jvm
     storage = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(
         spark.sparkContext._jsc.hadoopConfiguration())
     client = (jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
               .setConf(storage).setBasePath(path).build())
-    active = client.getActiveTimeline()
+    return client.getActiveTimeline()
+
+
+def has_commits(spark: SparkSession, path: str) -> bool:
+    """Whether the table at `path` (which must exist) has a completed commit."""
+    return not _active_timeline(spark, path).getCommitsTimeline().filterCompletedInstants().empty()
+
+
+def read(spark: SparkSession, path: str) -> Timeline:
+    active = _active_timeline(spark, path)
     completed = active.getCommitsTimeline().filterCompletedInstants()
     commits = tuple((i.requestedTime(), i.getCompletionTime())
                     for i in completed.getInstants().toArray())

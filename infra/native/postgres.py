@@ -12,7 +12,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from infra.native.process import ServiceError, ensure_port_free, port_open, tail
+from infra.native.process import (
+    ServiceError,
+    children,
+    ensure_port_free,
+    kill_all,
+    port_open,
+    tail,
+)
 from lakehouse.settings import Settings
 
 SERVER_OPTIONS = {
@@ -110,6 +117,19 @@ class NativePostgres:
         if self.running():
             _as_postgres(str(_bin_dir() / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w",
                          "stop")
+
+    def kill(self) -> None:
+        """Kills the server and its backends at once, as a crash or `docker kill` would; the
+        next start runs crash recovery from the WAL."""
+        try:
+            postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
+        except (FileNotFoundError, IndexError, ValueError):
+            return
+        kill_all([postmaster, *children(postmaster)])
+        # The server is dead, but until its parent (often PID 1) reaps it, its zombie makes
+        # pg_ctl and the next postmaster take the lock files for a running server's.
+        (self.data / "postmaster.pid").unlink(missing_ok=True)
+        (self.sockets / f".s.PGSQL.{self.port}.lock").unlink(missing_ok=True)
 
     def healthy(self) -> bool:
         return port_open("localhost", self.port)

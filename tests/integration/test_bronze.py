@@ -10,7 +10,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from datetime import timezone
 from pathlib import Path
 
 import pytest
@@ -21,33 +20,10 @@ from pyspark.sql import functions as F
 from bronze.job import BronzeError, BronzeJob, checkpoint_location
 from bronze.tables import BRONZE_TABLES, CUSTOMER_MASTER, SALES_TRANSACTIONS, WEB_CLICKSTREAMS
 from ingestion.workload import OltpWorkload
+from lakehouse import verify
 
 CDC_TABLES = [table for table in BRONZE_TABLES if table.envelope == "debezium"]
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _text(value) -> str | None:
-    """A value as the string Spark's formatting below gives it."""
-    if value is None:
-        return None
-    if hasattr(value, "tzinfo") and hasattr(value, "hour"):
-        return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
-
-
-def postgres_rows(db, table) -> set[tuple]:
-    columns = list(table.columns)
-    rows = db.execute(f"SELECT {', '.join(columns)} FROM retail.{table.topic.rsplit('.', 1)[1]}").fetchall()
-    return {tuple(_text(v) for v in row) for row in rows}
-
-
-def bronze_rows(spark, settings, table) -> list[tuple]:
-    frame = spark.read.format("hudi").load(table.path(settings))
-    columns = [F.date_format(name, "yyyy-MM-dd HH:mm:ss.SSSSSS").alias(name) if kind == "timestamp"
-               else F.col(name).cast("string").alias(name) for name, kind in table.columns.items()]
-    return [tuple(row) for row in frame.select(*columns).collect()]
 
 
 def drain_until_equal(spark, settings, db, tables=tuple(CDC_TABLES), timeout=180.0):
@@ -55,17 +31,12 @@ def drain_until_equal(spark, settings, db, tables=tuple(CDC_TABLES), timeout=180
     deadline = time.monotonic() + timeout
     while True:
         BronzeJob(spark, settings).drain()
-        differences = {}
-        for table in tables:
-            bronze = bronze_rows(spark, settings, table)
-            assert len(bronze) == len(set(bronze)), f"{table.name} holds duplicate rows"
-            expected = postgres_rows(db, table)
-            if set(bronze) != expected:
-                differences[table.name] = (len(set(bronze) - expected), len(expected - set(bronze)))
-        if not differences:
+        verdicts = [verify.bronze_against_postgres(spark, settings, db, table) for table in tables]
+        assert not any(v.duplicated for v in verdicts), [v.line() for v in verdicts]
+        if all(v.equal for v in verdicts):
             return
         if time.monotonic() > deadline:
-            pytest.fail(f"Bronze differs from Postgres (extra, missing rows): {differences}")
+            pytest.fail("Bronze differs from Postgres:\n" + "\n".join(v.line() for v in verdicts))
         time.sleep(3)
 
 
@@ -119,12 +90,12 @@ def test_mor_log_files_are_compacted(services, spark, db):
 
 def test_replaying_the_whole_topic_changes_nothing(services, spark, db):
     drain_until_equal(spark, services, db)
-    before = sorted(bronze_rows(spark, services, SALES_TRANSACTIONS))
+    before = sorted(verify.bronze_rows(spark, services, SALES_TRANSACTIONS))
     # Forgetting the checkpoint makes the next drain read the topic from its first offset.
     subprocess.run(["rm", "-rf", checkpoint_location(services, SALES_TRANSACTIONS)], check=True)
     counts = BronzeJob(spark, services, (SALES_TRANSACTIONS,)).drain()
     assert counts[SALES_TRANSACTIONS.name].messages > len(before) // 2
-    assert sorted(bronze_rows(spark, services, SALES_TRANSACTIONS)) == before
+    assert sorted(verify.bronze_rows(spark, services, SALES_TRANSACTIONS)) == before
 
 
 def test_malformed_messages_are_quarantined_and_valid_ones_around_them_land(services, spark):
@@ -185,10 +156,7 @@ def test_offsets_kafka_no_longer_holds_stop_the_job_with_a_clear_error(services,
 
 
 def _cli_env(settings) -> dict[str, str]:
-    return {**os.environ, "LAKEHOUSE_WAREHOUSE": settings.warehouse,
-            "LAKEHOUSE_CHECKPOINTS": settings.checkpoints, "SPARK_UI": "false",
-            "LAKEHOUSE_QUALITY_DIR": str(settings.quality_dir),
-            "HUDI_COMPACT_EVERY_DELTA_COMMITS": str(settings.compact_every_delta_commits)}
+    return {**os.environ, **settings.environment()}
 
 
 def _uncommitted_instant(table_path: str) -> bool:

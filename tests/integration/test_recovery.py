@@ -23,12 +23,12 @@ CONNECT_OFFSETS_TOPIC = "_connect_offsets"
 def test_changes_made_while_connect_is_down_arrive_after_restart(services, db, topic_reader, crash):
     reader = topic_reader(cdc_topic("customer_master"))
     tier = "platinum" if crash else "silver"
-    stack.stop_connect(services, crash=crash)
+    stack.stop_service(services, "connect", crash=crash)
     changed = (11, 12, 13) if crash else (14, 15)
     for customer_id in changed:
         db.execute("UPDATE retail.customer_master SET loyalty_tier = %s, updated_ts = now()"
                    " WHERE customer_id = %s", (tier, customer_id))
-    stack.start_connect(services)
+    stack.start_service(services, "connect")
     assert connector.register(services) == "unchanged"
 
     def arrived(messages):
@@ -85,12 +85,12 @@ def test_a_bulk_load_streaming_when_connect_stops_reaches_kafka_and_bronze_whole
             if tx_id and any(v and v.get("txId") == tx_id for _, v in offsets.poll(100)):
                 break
             assert time.monotonic() < deadline, f"no offset committed inside the load; {len(arrived)} lines arrived"
-        stack.stop_connect(services, crash=crash)
+        stack.stop_service(services, "connect", crash=crash)
         while events := _ours(lines.poll(1000), first_order_id):
             arrived |= {e["after"]["order_id"] for e in events}
         assert len(arrived) < BULK_LINES, "the load finished streaming before Connect stopped"
 
-        stack.start_connect(services)
+        stack.start_service(services, "connect")
         assert connector.register(services) == "unchanged"
         deadline = time.monotonic() + 180
         while len(arrived) < BULK_LINES and time.monotonic() < deadline:

@@ -49,3 +49,14 @@ def test_malformed_env_file_line_is_reported(clean_env):
     (clean_env / ".env").write_text("GOOD=1\nthis is not a setting\n")
     with pytest.raises(settings.ConfigurationError, match=r"\.env:2: expected KEY=value"):
         settings.load()
+
+
+def test_a_child_process_given_the_environment_loads_the_same_settings(clean_env, monkeypatch):
+    import dataclasses
+
+    custom = dataclasses.replace(settings.load(), warehouse="/data/wh", checkpoints="/data/ck",
+                                 shuffle_partitions=2, spark_ui=False, commits_retained=7,
+                                 compact_every_delta_commits=3, pg_port=5433)
+    for name, value in custom.environment().items():
+        monkeypatch.setenv(name, value)
+    assert settings.load() == custom
