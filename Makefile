@@ -7,7 +7,7 @@ LAKEHOUSE := $(VENV)/bin/lakehouse
 # Debian packages the native mode needs: PostgreSQL server, a JDK for Kafka, Maven for jars.
 APT_PACKAGES := postgresql openjdk-17-jdk-headless maven
 
-.PHONY: help install env up services down status seed simulate test test-unit bench clean
+.PHONY: help install env up services down status seed simulate test test-unit bench chaos clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -58,6 +58,9 @@ test-unit: install ## unit tests only (no services)
 
 bench: install env ## measure Bronze throughput and latency, Silver/Gold incremental vs full (stop the demo first; ~40 min); writes benchmarks/results/
 	$(PYTHON) -m benchmarks
+
+chaos: install env ## fault matrix: kill -9 each service and job 6 times under a live workload, then check every table (stop the demo first; ~20 min); writes benchmarks/results/chaos.*
+	$(PYTHON) -m operations.chaos --kills-per-victim $${KILLS_PER_VICTIM:-6}
 
 clean: down ## stop everything and delete all local state under .lake/
 	rm -rf .lake

@@ -124,6 +124,8 @@ def status(settings: Settings) -> list[ServiceStatus]:
         ServiceStatus("connect", settings.connect_url,
                       port_open(connect_host, settings.connect_port)),
     ]
+    if result[0].healthy:
+        result.append(_slot_status(settings))
     if result[2].healthy:
         state = connector.connector_status(settings)
         healthy = connector.is_running(state)
@@ -132,3 +134,21 @@ def status(settings: Settings) -> list[ServiceStatus]:
         result.append(ServiceStatus("debezium", connector.connector_definition()["name"],
                                     healthy, detail))
     return result
+
+
+def _megabytes(size: int | None) -> str:
+    return "unlimited" if size is None else f"{size / 2**20:,.1f} MiB"
+
+
+def _slot_status(settings: Settings) -> ServiceStatus:
+    """The WAL that Debezium's replication slot holds: it grows while Connect is down, and
+    past max_slot_wal_keep_size the slot is invalidated (wal_status 'unreserved', then 'lost')."""
+    name = connector.connector_definition()["config"]["slot.name"]
+    slot = database.replication_slot(settings, name)
+    if slot is None:
+        return ServiceStatus("wal slot", name, False, "not created yet: Debezium creates it at its first start")
+    attached = "Debezium attached" if slot["active"] else "no reader (is Connect down?)"
+    return ServiceStatus(
+        "wal slot", name, slot["wal_status"] in ("reserved", "extended"),
+        f"{attached}; holds {_megabytes(slot['held_bytes'])} of WAL, "
+        f"{_megabytes(slot['safe_bytes'])} more before it is invalidated ({slot['wal_status']})")

@@ -48,3 +48,15 @@ def apply_schema(settings: Settings) -> None:
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA retail TO {}").format(role))
         tables = sql.SQL(", ").join(sql.Identifier("retail", t) for t in SOURCE_TABLES)
         conn.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(tables, role))
+
+
+def replication_slot(settings: Settings, slot: str) -> dict | None:
+    """The slot's state: whether Debezium is attached, how much WAL it holds back, and how
+    much more PostgreSQL lets it hold (`max_slot_wal_keep_size`) before invalidating it."""
+    with connect(settings) as conn:
+        row = conn.execute(
+            "SELECT active, wal_status, pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint,"
+            " safe_wal_size FROM pg_replication_slots WHERE slot_name = %s", (slot,)).fetchone()
+    if row is None:
+        return None
+    return dict(zip(("active", "wal_status", "held_bytes", "safe_bytes"), row))

@@ -87,3 +87,35 @@ def test_a_cluster_id_never_starts_with_a_dash(monkeypatch):
     cluster_id = kafka._random_cluster_id()
     assert cluster_id == "BwAAAAAAAAAAAAAAAAAAAA"
     assert len(cluster_id) == 22
+
+
+def _properties(name: str) -> dict[str, str]:
+    lines = (ROOT / "infra/config" / name).read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+
+
+def test_compose_kafka_has_every_native_broker_setting():
+    # Listeners and paths differ by design (containers reach the broker by service name).
+    native = {k: v for k, v in _properties("kafka-server.properties").items()
+              if "${" not in v and "listener" not in k}
+    environment = COMPOSE["services"]["kafka"]["environment"]
+    compose = {k.removeprefix("KAFKA_").lower().replace("_", "."): str(v)
+               for k, v in environment.items() if k.startswith("KAFKA_")}
+    assert {k: compose.get(k) for k in native} == native
+    assert native["min.insync.replicas"] == "1" and native["unclean.leader.election.enable"] == "false"
+
+
+def test_compose_connect_has_the_native_offset_and_producer_settings():
+    native = _properties("connect-distributed.properties")
+    environment = COMPOSE["services"]["connect"]["environment"]
+    for key in ("offset.flush.interval.ms", "producer.acks"):
+        assert str(environment["CONNECT_" + key.upper().replace(".", "_")]) == native[key], key
+
+
+def test_compose_postgres_runs_with_the_native_server_options():
+    from infra.native.postgres import SERVER_OPTIONS
+
+    command = COMPOSE["services"]["postgres"]["command"]
+    options = dict(value.split("=", 1) for flag, value in zip(command, command[1:]) if flag == "-c")
+    assert {k: SERVER_OPTIONS[k] for k in options} == options
+    assert options["max_slot_wal_keep_size"] == "4GB"
