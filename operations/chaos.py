@@ -24,6 +24,7 @@ import argparse
 import dataclasses
 import json
 import random
+import shlex
 import sys
 import time
 from collections import Counter
@@ -64,6 +65,7 @@ class ChaosReport:
     plan: ChaosPlan
     kills: Counter = field(default_factory=Counter)
     restarted_after_exit: Counter = field(default_factory=Counter)
+    derived_passes: int = 0
     verdicts: list[verify.Verdict] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -86,6 +88,7 @@ class ChaosReport:
     def summary(self) -> dict:
         return {"rounds": sum(self.kills.values()), "kills": dict(sorted(self.kills.items())),
                 "restarted_after_exit": dict(sorted(self.restarted_after_exit.items())),
+                "derived_passes_completed": self.derived_passes,
                 "tables": len(self.verdicts), "rows_checked": self.rows_checked,
                 "lost": self.lost, "duplicated": self.duplicated,
                 "extra": sum(v.extra for v in self.verdicts), "passed": self.passed,
@@ -94,7 +97,8 @@ class ChaosReport:
     def lines(self) -> list[str]:
         s = self.summary()
         return ([f"chaos: {s['rounds']} kills {s['kills']}, workers restarted after exiting "
-                 f"{s['restarted_after_exit'] or 'never'}, {s['seconds']} s"]
+                 f"{s['restarted_after_exit'] or 'never'}, {s['derived_passes_completed']} "
+                 f"Silver and Gold passes completed between kills, {s['seconds']} s"]
                 + [f"  {v.line()}" for v in self.verdicts]
                 + [f"chaos: {s['rows_checked']} rows checked in {s['tables']} tables: "
                    f"lost {s['lost']}, duplicated {s['duplicated']}, extra {s['extra']}"])
@@ -105,21 +109,23 @@ class Workers:
     a loop of Silver and Gold runs, each a `lakehouse` command with these settings."""
 
     def __init__(self, settings: Settings, plan: ChaosPlan):
-        cli = f"{sys.executable} -m lakehouse.cli"
+        cli = [sys.executable, "-m", "lakehouse.cli"]
+        loop = (f"while :; do {shlex.join(cli)} silver; echo \"silver exit $?\"; "
+                f"{shlex.join(cli)} gold; echo \"gold exit $?\"; sleep 5; done")
         self.commands = {
-            "simulator": [sys.executable, "-m", "lakehouse.cli", "simulate", "--duration", "0",
-                          "--rate", str(plan.transactions_per_second), "--event-rate",
+            "simulator": [*cli, "simulate", "--duration", "0", "--rate",
+                          str(plan.transactions_per_second), "--event-rate",
                           str(plan.events_per_second), "--seed", str(plan.seed),
                           "--bad-rows", str(plan.bad_share), "--bad-events", str(plan.bad_share)],
-            "bronze": [sys.executable, "-m", "lakehouse.cli", "bronze", "--continuous"],
+            "bronze": [*cli, "bronze", "--continuous"],
             # A killed run leaves an unfinished commit that the next run rolls back.
-            "derived": ["bash", "-c", f"while :; do {cli} silver; echo \"silver exit $?\"; "
-                                      f"{cli} gold; echo \"gold exit $?\"; sleep 5; done"],
+            "derived": ["bash", "-c", loop],
         }
-        run_dir = settings.state_dir / "chaos" / "run"
-        self.log_dir = settings.state_dir / "chaos" / "logs"
-        self.processes = {name: BackgroundProcess(f"chaos-{name}", run_dir, self.log_dir)
+        chaos_dir = settings.state_dir / "chaos"
+        self.processes = {name: BackgroundProcess(f"chaos-{name}", chaos_dir / "run", chaos_dir / "logs")
                           for name in self.commands}
+        for process in self.processes.values():
+            process.log.unlink(missing_ok=True)
         self.environment = {**settings.environment(), "SPARK_UI": "false"}
 
     def start(self, name: str) -> None:
@@ -128,8 +134,10 @@ class Workers:
     def kill(self, name: str) -> None:
         self.processes[name].kill()
 
-    def stop(self, name: str) -> None:
-        self.processes[name].stop(timeout=60)
+    def completed_passes(self) -> int:
+        """Silver-and-Gold passes that ran to the end, between the kills."""
+        log = self.processes["derived"].log
+        return log.read_text(errors="replace").count("gold exit 0") if log.exists() else 0
 
     def restart_exited(self, report) -> list[str]:
         exited = [name for name, process in self.processes.items() if not process.running()]
@@ -183,6 +191,10 @@ def run(spark: SparkSession, settings: Settings, plan: ChaosPlan, report=print) 
     began = time.monotonic()
     rng = random.Random(plan.seed)
     result = ChaosReport(plan)
+    # From a pipeline that has caught up, so that the kills hit incremental runs and small
+    # batches, as in production, rather than a first load that never gets to finish.
+    report("chaos: bringing every table up to date before the workload starts")
+    _settle(spark, settings, timeout=300, report=report)
     workers = Workers(settings, plan)
     for name in workers.commands:
         workers.start(name)
@@ -197,9 +209,12 @@ def run(spark: SparkSession, settings: Settings, plan: ChaosPlan, report=print) 
             result.kills[victim] += 1
         time.sleep(plan.between_kills[1])
         result.restarted_after_exit.update(workers.restart_exited(report))
+        result.derived_passes = workers.completed_passes()
     finally:
+        # Killed, not stopped: the drain below must not share a table with a writer still
+        # finishing its last batch.
         for name in workers.commands:
-            workers.stop(name)
+            workers.kill(name)
     report("chaos: workload stopped; draining Bronze and running Silver and Gold")
     _settle(spark, settings, timeout=300, report=report)
     with database.connect(settings, autocommit=True) as db:

@@ -93,6 +93,18 @@ def kill_all(pids: list[int], timeout: float = 30) -> None:
         time.sleep(0.1)
 
 
+def _group_alive(pgid: int) -> bool:
+    """Whether a live (not zombie) process of process group `pgid` remains."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
 class BackgroundProcess:
     """A long-running process detached from the caller, tracked by a pid file."""
 
@@ -138,10 +150,11 @@ class BackgroundProcess:
         self.pid_file.unlink(missing_ok=True)
 
     def kill(self) -> None:
-        """Stops the process at once, as a crash would (for tests of recovery)."""
+        """Stops the process and its children at once, as a crash would (for tests of
+        recovery); returns when none of them runs, so none can write after it returns."""
         pid = self.pid
         if pid is not None:
             os.killpg(pid, signal.SIGKILL)
-            while self.running():
+            while self.running() or _group_alive(pid):
                 time.sleep(0.1)
         self.pid_file.unlink(missing_ok=True)
