@@ -33,8 +33,9 @@ class SimulationPlan:
 
 
 def _connect_when_up(settings: Settings, report) -> psycopg.Connection:
-    """Autocommit, so that each workload step's `transaction()` is a real transaction of its
-    own and not a savepoint inside one endless transaction."""
+    """A connection as soon as PostgreSQL accepts one. Autocommit, so that each workload
+    step's `transaction()` is a real transaction of its own and not a savepoint inside one
+    endless transaction."""
     while True:
         try:
             return connect(settings, autocommit=True)
