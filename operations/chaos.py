@@ -31,6 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from py4j.protocol import Py4JJavaError
 from pyspark.sql import SparkSession
 
 from bronze.job import BronzeError, BronzeJob
@@ -147,6 +148,13 @@ class Workers:
         return exited
 
 
+def kill_schedule(plan: ChaosPlan, rng: random.Random) -> list[str]:
+    """Every victim `kills_per_victim` times, in an order the seed fixes."""
+    schedule = [victim for victim in VICTIMS for _ in range(plan.kills_per_victim)]
+    rng.shuffle(schedule)
+    return schedule
+
+
 def _kill_and_restart(settings: Settings, workers: Workers, victim: str, down_for: float,
                       report) -> None:
     began = time.monotonic()
@@ -165,6 +173,21 @@ def _kill_and_restart(settings: Settings, workers: Workers, victim: str, down_fo
            f"{time.monotonic() - began:.1f} s")
 
 
+def _retrying(action, deadline: float, report):
+    """`action()`, tried again every 15 s until `deadline`: right after a writer was killed,
+    Hudi refuses to roll back its unfinished commit until the writer's heartbeat expires (two
+    missed beats, 2 minutes), so a writer started at once may fail ("Cannot execute instant
+    ... due to heartbeat by concurrent writer/job")."""
+    while True:
+        try:
+            return action()
+        except (BronzeError, Py4JJavaError) as error:
+            if time.monotonic() > deadline:
+                raise
+            report(f"chaos: failed, retrying in 15 s: {str(error).strip().splitlines()[0][:300]}")
+            time.sleep(15)
+
+
 def _settle(spark: SparkSession, settings: Settings, timeout: float, report) -> None:
     """Drains Bronze until its CDC tables equal Postgres (Debezium may still be catching up
     after its last restart) or `timeout` passes, then runs Silver and Gold."""
@@ -172,16 +195,7 @@ def _settle(spark: SparkSession, settings: Settings, timeout: float, report) -> 
     deadline = time.monotonic() + timeout
     with database.connect(settings, autocommit=True) as db:
         while True:
-            try:
-                BronzeJob(spark, settings).drain()
-            except BronzeError as error:
-                # Right after a writer was killed, Hudi refuses to roll back its unfinished
-                # commit until the writer's heartbeat expires (two missed beats, 2 minutes).
-                if time.monotonic() > deadline:
-                    raise
-                report(f"chaos: drain failed, retrying in 15 s: {str(error)[:300]}")
-                time.sleep(15)
-                continue
+            _retrying(BronzeJob(spark, settings).drain, deadline, report)
             verdicts = [verify.bronze_against_postgres(spark, settings, db, t) for t in cdc_tables]
             if all(v.equal for v in verdicts) or time.monotonic() > deadline:
                 break
@@ -191,7 +205,7 @@ def _settle(spark: SparkSession, settings: Settings, timeout: float, report) -> 
     try:
         for table in derived_tables():
             try:
-                report(runner.run(table).line())
+                report(_retrying(lambda: runner.run(table), deadline, report).line())
             except IncrementalError as waiting:
                 # An input that no source has written to yet (no events sent so far).
                 report(f"{table.name:<40} waiting: {waiting}")
@@ -211,8 +225,7 @@ def run(spark: SparkSession, settings: Settings, plan: ChaosPlan, report=print) 
     workers = Workers(settings, plan)
     for name in workers.commands:
         workers.start(name)
-    schedule = [victim for victim in VICTIMS for _ in range(plan.kills_per_victim)]
-    rng.shuffle(schedule)
+    schedule = kill_schedule(plan, rng)
     try:
         for number, victim in enumerate(schedule, start=1):
             time.sleep(rng.uniform(*plan.between_kills))
