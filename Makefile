@@ -7,7 +7,7 @@ LAKEHOUSE := $(VENV)/bin/lakehouse
 # Debian packages the native mode needs: PostgreSQL server, a JDK for Kafka, Maven for jars.
 APT_PACKAGES := postgresql openjdk-17-jdk-headless maven
 
-.PHONY: help install env up services down status seed simulate test test-unit bench chaos clean
+.PHONY: help install env up services down status seed simulate notebooks test test-unit bench chaos clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -32,7 +32,7 @@ $(VENV)/.installed: pyproject.toml
 env: ## write random local secrets to .env (kept if present)
 	@$(LAKEHOUSE) env
 
-services: install env ## start Postgres, Kafka, Kafka Connect + Debezium and register the connector
+services: install env ## start Postgres, Kafka, Kafka Connect + Debezium (connector registered) and the JDBC server
 	$(LAKEHOUSE) services up
 
 up: install env ## the whole demo: services, seed data, live workload
@@ -49,6 +49,9 @@ seed: ## load the initial data set (SALES_LINES=10000)
 
 simulate: ## run the live workload for DURATION seconds (default 60)
 	$(LAKEHOUSE) simulate --duration $${DURATION:-60}
+
+notebooks: install env ## open JupyterLab on notebooks/ with the project's environment (after `make up`)
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 --port=$${NOTEBOOK_PORT:-8888}
 
 test: install env ## unit and integration tests (starts the native services when needed)
 	$(VENV)/bin/pytest -q --durations=10

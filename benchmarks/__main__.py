@@ -4,7 +4,8 @@ Runs against the real services (started natively if none answer, stopped again a
 with a warehouse of its own under .lake/bench. The demo's workers must not run meanwhile:
 they would compete for the same cores and write to the same source tables. The Silver and
 Gold part grows the source tables to its largest size (1,000,000 sales lines by default)
-and leaves them so: `make clean` starts over.
+and leaves them so: `make clean` starts over. The serving part then times the three read
+paths over the Gold that part built.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 
 import pyspark
 
-from benchmarks import bronze, derived
+from benchmarks import bronze, derived, serving
 from infra import stack
 from ingestion.seed import SeedSize, seed
 from lakehouse import demo, spark
@@ -110,8 +111,9 @@ def _sizes(text: str) -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("--only", choices=("bronze", "derived"),
-                        help="run one part (default: both, Bronze first)")
+    parser.add_argument("--only", choices=("bronze", "derived", "serving"),
+                        help="run one part (default: all three in this order; `serving` alone "
+                             "reuses the warehouse the derived part left)")
     parser.add_argument("--seed-lines", type=int, default=100_000,
                         help="sales lines to seed when the source tables are empty")
     parser.add_argument("--changes", type=int, default=200_000,
@@ -124,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="sales-line counts to measure Silver and Gold at (comma-separated)")
     parser.add_argument("--change-share", type=float, default=0.01,
                         help="share of the sales lines changed before the incremental pass")
+    parser.add_argument("--query-runs", type=int, default=20,
+                        help="runs of each Gold query through the JDBC server and `lakehouse query`")
+    parser.add_argument("--cold-jvm-runs", type=int, default=5,
+                        help="runs of each Gold query through `lakehouse sql` (a JVM start each)")
     args = parser.parse_args(argv)
 
     settings = settings_module.load()
@@ -140,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
         if counts:
             print(f"seeded {counts}")
         bench = bronze.bench_settings(settings)
-        shutil.rmtree(settings.state_dir / "bench", ignore_errors=True)
+        if args.only != "serving":
+            shutil.rmtree(settings.state_dir / "bench", ignore_errors=True)
         session = spark.session(bench, "bench")
         if args.only in (None, "bronze"):
             results = {"machine": machine(),
@@ -153,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
                        **derived.measure(session, bench, args.derived_sizes, args.change_share)}
             _write("derived", results, derived_markdown(results))
         session.stop()
+        if args.only in (None, "serving"):
+            results = {"machine": machine(),
+                       **serving.measure(bench, args.query_runs, args.cold_jvm_runs)}
+            _write("serving", results, serving.markdown(results))
     finally:
         if started_services:
             stack.stop(settings)

@@ -209,8 +209,9 @@ def latency(spark: SparkSession, settings: Settings, trigger_seconds: int, durat
 
 
 def bench_settings(settings: Settings) -> Settings:
-    """A warehouse of its own, so the benchmark measures empty tables and touches no demo
-    data; and room for a full refresh of a million lines, which caches its result."""
+    """A warehouse and catalog of its own, so the benchmark measures empty tables and touches
+    no demo data; and room for a full refresh of a million lines, which caches its result."""
     warehouse = settings.state_dir / "bench" / "warehouse"
     return dataclasses.replace(settings, warehouse=str(warehouse), driver_memory="8g",
-                               checkpoints=str(warehouse / "_checkpoints"), spark_ui=False)
+                               checkpoints=str(warehouse / "_checkpoints"), spark_ui=False,
+                               metastore_database="metastore_bench")

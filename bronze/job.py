@@ -24,8 +24,9 @@ from pyspark.sql.streaming import StreamingQuery, StreamingQueryException
 
 from bronze.decode import classify, split
 from bronze.tables import BRONZE_TABLES, BronzeTable
-from lakehouse.tables import hudi_options
+from lakehouse import catalog
 from lakehouse.settings import Settings
+from lakehouse.tables import hudi_options
 
 
 class BronzeError(RuntimeError):
@@ -57,6 +58,7 @@ def checkpoint_location(settings: Settings, table: BronzeTable) -> str:
 def write_upserts(frame: DataFrame, table, settings: Settings) -> None:
     frame.write.format("hudi").options(**hudi_options(table, settings)).mode("append").save(
         table.path(settings))
+    catalog.ensure_registered(frame.sparkSession, settings, table)
 
 
 def land_batch(raw: DataFrame, table: BronzeTable, settings: Settings) -> tuple[int, int, int]:

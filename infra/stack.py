@@ -8,6 +8,7 @@ so that `down` stops exactly what `up` started.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from infra.native.kafka import NativeConnect, NativeKafka
 from infra.native.postgres import NativePostgres
+from infra.native.thrift import NativeThriftServer
 from infra.native.process import ServiceError, port_open
 from ingestion import connector, database, topics
 from lakehouse.settings import Settings
@@ -42,12 +44,20 @@ def docker_engine_answers() -> bool:
         return False
 
 
+def _compose(settings: Settings, *arguments: str) -> None:
+    # The JDBC server's container mounts the warehouse at the path the catalog records.
+    subprocess.run([*COMPOSE, *arguments], check=True,
+                   env={**os.environ, "LAKEHOUSE_WAREHOUSE": settings.warehouse,
+                        "THRIFT_PORT": str(settings.thrift_port)})
+
+
 def _mode_file(settings: Settings) -> Path:
     return settings.state_dir / "run" / "mode"
 
 
 def _native_services(settings: Settings) -> list:
-    return [NativePostgres(settings), NativeKafka(settings), NativeConnect(settings)]
+    return [NativePostgres(settings), NativeKafka(settings), NativeConnect(settings),
+            NativeThriftServer(settings)]
 
 
 def start(settings: Settings, mode: str = "auto", report=print) -> str:
@@ -60,7 +70,7 @@ def start(settings: Settings, mode: str = "auto", report=print) -> str:
     _mode_file(settings).parent.mkdir(parents=True, exist_ok=True)
     _mode_file(settings).write_text(mode)
     if mode == "docker":
-        subprocess.run([*COMPOSE, "up", "-d", "--wait"], check=True)
+        _compose(settings, "up", "-d", "--wait")
     else:
         for service in _native_services(settings):
             began = time.monotonic()
@@ -75,7 +85,7 @@ def start(settings: Settings, mode: str = "auto", report=print) -> str:
 
 def stop(settings: Settings, report=print) -> None:
     if _mode(settings) == "docker":
-        subprocess.run([*COMPOSE, "down"], check=True)
+        _compose(settings, "down")
     else:
         for service in reversed(_native_services(settings)):
             service.stop()
@@ -99,7 +109,7 @@ def stop_service(settings: Settings, name: str, crash: bool = False) -> None:
     """Stops one service; `crash` kills it and all its processes at once, as a power cut or
     `docker kill` would (for tests of recovery)."""
     if _mode(settings) == "docker":
-        subprocess.run([*COMPOSE, "kill" if crash else "stop", name], check=True)
+        _compose(settings, "kill" if crash else "stop", name)
     elif crash:
         _native_service(settings, name).kill()
     else:
@@ -108,7 +118,7 @@ def stop_service(settings: Settings, name: str, crash: bool = False) -> None:
 
 def start_service(settings: Settings, name: str) -> None:
     if _mode(settings) == "docker":
-        subprocess.run([*COMPOSE, "up", "-d", "--wait", name], check=True)
+        _compose(settings, "up", "-d", "--wait", name)
     else:
         _native_service(settings, name).start()
 
@@ -123,6 +133,9 @@ def status(settings: Settings) -> list[ServiceStatus]:
                       port_open(kafka_host, settings.kafka_port)),
         ServiceStatus("connect", settings.connect_url,
                       port_open(connect_host, settings.connect_port)),
+        ServiceStatus("thrift", f"jdbc:hive2://localhost:{settings.thrift_port}",
+                      port_open(settings.thrift_bind_host, settings.thrift_port),
+                      "JDBC/ODBC server (Spark Thrift server) over the shared catalog"),
     ]
     if result[0].healthy:
         result.append(_slot_status(settings))

@@ -1,9 +1,9 @@
 """The Spark catalog: databases `bronze`, `silver`, `gold` holding every declared table.
 
-The catalog is derived, not stored: each session registers the declared tables that exist
-in the warehouse (a cheap read of each table's metadata), so `lakehouse sql` works from a
-fresh process without a metastore service. A deployment with a Hive metastore can point
-Spark at it instead; the table locations are the same.
+The catalog is one Hive metastore shared by every process (infra/metastore.py). Its entries
+are derived from the declarations, never written by hand: a writer registers a table right
+after the commit that created it, and each session registers any declared table that exists
+but is missing, so the JDBC server and notebooks see a new table without a restart.
 """
 
 from __future__ import annotations
@@ -51,14 +51,42 @@ def exists(spark: SparkSession, path: str) -> bool:
 
 
 def register(spark: SparkSession, settings: Settings, tables: list[Table] | None = None) -> list[str]:
-    """Registers the tables that exist; returns their qualified names."""
+    """Registers the declared tables that exist; returns their qualified names."""
     for layer in LAYERS:
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS {layer}")
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {layer} LOCATION '{settings.warehouse}/{layer}'")
     registered = []
     for table in tables if tables is not None else declared_tables():
-        path = table.path(settings)
-        if exists(spark, path):
-            spark.sql(f"CREATE TABLE IF NOT EXISTS {table.qualified_name} USING hudi "
-                      f"LOCATION '{path}'")
+        if exists(spark, table.path(settings)):
+            _register(spark, table, table.path(settings))
             registered.append(table.qualified_name)
     return registered
+
+
+_known: set[tuple[str, str]] = set()
+
+
+def ensure_registered(spark: SparkSession, settings: Settings, table: Table) -> None:
+    """Registers a table its writer has just committed to, once per process."""
+    if (table.qualified_name, table.path(settings)) not in _known:
+        register(spark, settings, [table])
+
+
+def _register(spark: SparkSession, table: Table, path: str) -> None:
+    name = table.qualified_name
+    if spark.catalog.tableExists(name):
+        registered_at = _location(spark, name)
+        if registered_at.rstrip("/") == path.rstrip("/") or registered_at == f"file:{path}":
+            _known.add((name, path))
+            return
+        # One metastore serves one warehouse; a warehouse that moved (or a test session's
+        # fresh one) takes the name over. Only the entry goes: Hudi's files stay.
+        print(f"catalog: {name} moves from {registered_at} to {path}", flush=True)
+        spark._jsparkSession.sharedState().externalCatalog().dropTable(
+            table.layer, table.name, True, False)
+    spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING hudi LOCATION '{path}'")
+    _known.add((name, path))
+
+
+def _location(spark: SparkSession, name: str) -> str:
+    return next(row.data_type for row in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
+                if row.col_name == "Location")

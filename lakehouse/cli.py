@@ -249,6 +249,26 @@ def _sql(args, settings):
     return 0
 
 
+def _query(args, settings):
+    from serving import fastpath
+
+    result = fastpath.query(settings.warehouse, args.query)
+    if args.format == "csv":
+        from pyarrow import csv
+
+        csv.write_csv(result.table, sys.stdout.buffer)
+    else:
+        print(fastpath.render(result.table, args.limit))
+    return 0
+
+
+def _history(args, settings):
+    from serving import history
+
+    print(history.render(history.history(settings.warehouse, args.table)))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="lakehouse", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
@@ -320,6 +340,20 @@ def parser() -> argparse.ArgumentParser:
     sql.add_argument("query")
     sql.add_argument("--limit", type=int, default=50, help="rows to print")
     sql.set_defaults(handler=_sql)
+
+    query = commands.add_parser("query", help="answer a SQL query over the tables without a JVM "
+                                              "(hudi-rs and DataFusion; read-only)")
+    query.add_argument("query", help="SQL in DataFusion's dialect, tables named as in Spark: "
+                                     "gold.hudi_daily_sales_gold")
+    query.add_argument("--limit", type=int, default=50, help="rows to print as a table")
+    query.add_argument("--format", choices=["table", "csv"], default="table",
+                       help="csv prints every row")
+    query.set_defaults(handler=_query)
+
+    history = commands.add_parser("history", help="a table's commits: requested and completed "
+                                                  "times, operation, rows written (no JVM)")
+    history.add_argument("table", help="e.g. gold.hudi_daily_sales_gold")
+    history.set_defaults(handler=_history)
 
     tail = commands.add_parser("tail", help="print the last messages of a Kafka topic")
     tail.add_argument("topic")

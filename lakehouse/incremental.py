@@ -37,8 +37,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakehouse import quality, timeline
-from lakehouse.catalog import exists
+from lakehouse import catalog, quality, timeline
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Input, Table, hudi_options, quality_results_table
 
@@ -156,6 +155,7 @@ def write(frame: DataFrame, table: Table, settings: Settings, operation: str,
     if consumed is not None:
         options[timeline.CONSUMED_KEY] = json.dumps(consumed, sort_keys=True)
     frame.write.format("hudi").options(**options).mode("append").save(table.path(settings))
+    catalog.ensure_registered(frame.sparkSession, settings, table)
 
 
 def _rebuild_reason(inputs: dict[str, timeline.Timeline], consumed: dict[str, str] | None) -> str | None:
@@ -203,7 +203,8 @@ class Runner:
         transform = self._transform(table, snapshots)
 
         path = table.path(self.settings)
-        consumed = timeline.read(self.spark, path).last_consumed if exists(self.spark, path) else None
+        consumed = (timeline.read(self.spark, path).last_consumed
+                    if catalog.exists(self.spark, path) else None)
         reason = "--full-refresh" if full_refresh else _rebuild_reason(inputs, consumed)
         if not reason:
             pending = [i for i in table.inputs
@@ -246,7 +247,7 @@ class Runner:
 
     def _input_timeline(self, table: DerivedTable, source: Input) -> timeline.Timeline:
         path = source.table.path(self.settings)
-        found = timeline.read(self.spark, path) if exists(self.spark, path) else None
+        found = timeline.read(self.spark, path) if catalog.exists(self.spark, path) else None
         if found is None or found.latest is None:
             raise IncrementalError(
                 f"{table.name}: input {source.table.qualified_name} has no data yet at {path}; "
@@ -285,7 +286,7 @@ class Runner:
                     .withColumn("input_instants", F.lit(json.dumps(ends, sort_keys=True)))
                     .withColumn("quarantined_at", F.current_timestamp())
                     .withColumn(DELETED, F.lit(False)))
-        if exists(self.spark, quarantine.path(self.settings)):
+        if catalog.exists(self.spark, quarantine.path(self.settings)):
             held = snapshot(self.spark, quarantine, self.settings)
             if affected is not None:
                 held = held.join(affected, keys, "left_semi")
@@ -317,7 +318,7 @@ class Runner:
         promoted = self._current(table, scope).select(keys).join(rows_in, keys, "left_semi")
         quarantine = table.quarantine
         kept = (snapshot(self.spark, quarantine, self.settings).select(*keys, "quarantine_status")
-                if exists(self.spark, quarantine.path(self.settings))
+                if catalog.exists(self.spark, quarantine.path(self.settings))
                 else rows_in.limit(0).withColumn("quarantine_status", F.lit(None).cast("string")))
         status = F.col("quarantine_status")
         where = (rows_in.join(promoted.withColumn("promoted", F.lit(True)), keys, "left")
@@ -404,7 +405,7 @@ class Runner:
         alone can make them pass, so every run with new input checks them again."""
         timed = [r.name for r in table.rules if r.depends_on_clock and r.row_level]
         quarantine = table.quarantine
-        if not timed or not exists(self.spark, quarantine.path(self.settings)):
+        if not timed or not catalog.exists(self.spark, quarantine.path(self.settings)):
             return []
         held = snapshot(self.spark, quarantine, self.settings)
         return [held.where(F.arrays_overlap("quarantine_rules", F.array(*map(F.lit, timed))))

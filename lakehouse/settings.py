@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ENV_FILE = Path(".env")
-SECRET_VARIABLES = ("PGPASSWORD", "DEBEZIUM_PASSWORD")
+SECRET_VARIABLES = ("PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD")
+# The Postgres role that owns the Hive metastore's database (infra/metastore.py).
+METASTORE_ROLE = "metastore"
 
 
 class ConfigurationError(RuntimeError):
@@ -111,6 +113,12 @@ class Settings:
     bronze_max_offsets_per_batch: int = 200_000
     compact_every_delta_commits: int = 10
     commits_retained: int = 50
+    # The Postgres database of the shared Hive metastore; "" keeps the catalog in the Spark
+    # process (unit tests without services only).
+    metastore_database: str = "metastore"
+    thrift_port: int = 10000
+    thrift_bind_host: str = "localhost"
+    thrift_memory: str = "2g"
 
     @property
     def pg_password(self) -> str:
@@ -119,6 +127,14 @@ class Settings:
     @property
     def debezium_password(self) -> str:
         return _require("DEBEZIUM_PASSWORD")
+
+    @property
+    def metastore_password(self) -> str:
+        return _require("METASTORE_PASSWORD")
+
+    @property
+    def metastore_jdbc_url(self) -> str:
+        return f"jdbc:postgresql://{self.pg_host}:{self.pg_port}/{self.metastore_database}"
 
     @property
     def kafka_port(self) -> int:
@@ -143,6 +159,8 @@ class Settings:
             "BRONZE_MAX_OFFSETS_PER_BATCH": str(self.bronze_max_offsets_per_batch),
             "HUDI_COMPACT_EVERY_DELTA_COMMITS": str(self.compact_every_delta_commits),
             "HUDI_COMMITS_RETAINED": str(self.commits_retained),
+            "METASTORE_DATABASE": self.metastore_database, "THRIFT_PORT": str(self.thrift_port),
+            "THRIFT_BIND_HOST": self.thrift_bind_host, "THRIFT_DRIVER_MEMORY": self.thrift_memory,
         }
 
     def pg_params(self, **overrides: str) -> dict[str, str]:
@@ -188,4 +206,8 @@ def load() -> Settings:
         bronze_max_offsets_per_batch=_positive("BRONZE_MAX_OFFSETS_PER_BATCH", 200_000),
         compact_every_delta_commits=_positive("HUDI_COMPACT_EVERY_DELTA_COMMITS", 10),
         commits_retained=_positive("HUDI_COMMITS_RETAINED", 50),
+        metastore_database=os.environ.get("METASTORE_DATABASE", "metastore"),
+        thrift_port=_port("THRIFT_PORT", 10000),
+        thrift_bind_host=os.environ.get("THRIFT_BIND_HOST", "localhost"),
+        thrift_memory=os.environ.get("THRIFT_DRIVER_MEMORY", "2g"),
     )

@@ -7,7 +7,8 @@ and the Kafka connector come through `spark.jars.packages`; their versions follo
 pinned Hudi version (infra/versions.env) and the installed PySpark. Ivy resolves them as
 infra/spark/ivysettings.xml says (why not through ~/.m2 is written there); `make install`
 starts one session so that the download happens then, and later sessions start from the
-cache.
+cache. Every session uses the shared Hive metastore in Postgres (infra/metastore.py), whose
+tables it creates first if they are missing.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 import pyspark
 from pyspark.sql import SparkSession
 
-from lakehouse.settings import Settings, read_versions
+from lakehouse.settings import METASTORE_ROLE, Settings, read_versions
 
 IVY_SETTINGS = Path(__file__).resolve().parent.parent / "infra" / "spark" / "ivysettings.xml"
 
@@ -27,10 +28,13 @@ SCALA_BINARY = "2.12"
 SPARK_LINE = ".".join(pyspark.__version__.split(".")[:2])
 
 
+def hudi_bundle() -> str:
+    return f"org.apache.hudi:hudi-spark{SPARK_LINE}-bundle_{SCALA_BINARY}:{read_versions()['HUDI_VERSION']}"
+
+
 def spark_packages() -> list[str]:
-    hudi = read_versions()["HUDI_VERSION"]
     return [
-        f"org.apache.hudi:hudi-spark{SPARK_LINE}-bundle_{SCALA_BINARY}:{hudi}",
+        hudi_bundle(),
         f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{pyspark.__version__}",
     ]
 
@@ -45,44 +49,77 @@ def session_config(settings: Settings) -> dict[str, str]:
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.hudi.catalog.HoodieCatalog",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
-        "spark.sql.warehouse.dir": str(settings.state_dir / "spark-warehouse"),
         "spark.driver.memory": settings.driver_memory,
         "spark.ui.enabled": str(settings.spark_ui).lower(),
         # Progress bars are for terminals; jobs log to files and test output.
         "spark.ui.showConsoleProgress": "false",
-        # Spark's own Derby metastore is not used: the catalog is rebuilt from the table
-        # declarations in each session (lakehouse/catalog.py).
-        "spark.sql.catalogImplementation": "in-memory",
+        # Hudi 1.2 answers a filter that fixes every record-key field from the record index,
+        # and builds the lookup key for a DATE value in another format than the stored one:
+        # `WHERE order_date = DATE'2025-06-01' AND product_category = ... AND region = ...` on
+        # hudi_daily_sales_gold then returns nothing. Column statistics are off (see
+        # lakehouse/tables.py), so the record index is all data skipping would use. The
+        # launcher warns that it ignores this key, but PySpark sets it on the SparkConf, from
+        # which every session inherits it, including each JDBC connection's.
+        "hoodie.enable.data.skipping": "false",
+        # A session caches a catalog table's relation, Hudi's file listing included, and would
+        # answer from commits it saw first, for hours in a notebook or the JDBC server; expiring
+        # it after a second shows every query the table's latest commit.
+        "spark.sql.metadataCacheTTLSeconds": "1",
+        **catalog_config(settings),
     }
 
 
-def session(settings: Settings, app_name: str = "retailmax") -> SparkSession:
+def catalog_config(settings: Settings) -> dict[str, str]:
+    """The shared Hive metastore in Postgres (infra/metastore.py), or, without one, a catalog
+    that lives and dies with the process."""
+    if not settings.metastore_database:
+        return {"spark.sql.catalogImplementation": "in-memory",
+                "spark.sql.warehouse.dir": str(settings.state_dir / "spark-warehouse")}
+    from infra.native.jars import metastore_driver_jar
+
+    return {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": settings.warehouse,
+        "spark.driver.extraClassPath": str(metastore_driver_jar(settings.state_dir)),
+        "spark.hadoop.javax.jdo.option.ConnectionURL": settings.metastore_jdbc_url,
+        "spark.hadoop.javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+        "spark.hadoop.javax.jdo.option.ConnectionUserName": METASTORE_ROLE,
+        # Spark's UI and logs redact values of keys that name a password.
+        "spark.hadoop.javax.jdo.option.ConnectionPassword": settings.metastore_password,
+        # infra/metastore.py creates the tables; the client must never do it (it deadlocks).
+        "spark.hadoop.datanucleus.schema.autoCreateAll": "false",
+        "spark.hadoop.hive.metastore.schema.verification": "true",
+    }
+
+
+def session(settings: Settings, app_name: str = "retailmax",
+            extra_config: dict[str, str] | None = None) -> SparkSession:
     # PySpark turns naive Python datetimes into timestamps (and back, on collect) in the
     # process's time zone; with the process on UTC they mean what Spark's UTC session means,
     # whatever the host is set to (quality rules compare columns with "now").
     os.environ["TZ"] = "UTC"
     time.tzset()
+    if settings.metastore_database:
+        from infra import metastore
+
+        metastore.ensure(settings)
     builder = SparkSession.builder.appName(app_name)
     # Under spark-submit the master comes from the submitter; SPARK_MASTER overrides it.
     master = os.environ.get("SPARK_MASTER")
     if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
         builder = builder.master(master or "local[*]")
-    for key, value in session_config(settings).items():
+    for key, value in (session_config(settings) | (extra_config or {})).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    # Hudi 1.2 answers a filter that fixes every record-key field from the record index, and
-    # builds the lookup key for a DATE value in another format than the stored one:
-    # `WHERE order_date = DATE'2025-06-01' AND product_category = ... AND region = ...` on
-    # hudi_daily_sales_gold then returns nothing. Column statistics are off (see
-    # lakehouse/tables.py), so the record index is all data skipping would use. A session
-    # setting, not a Spark one: Spark's launcher drops `hoodie.*` keys.
-    spark.conf.set("hoodie.enable.data.skipping", "false")
     spark.sparkContext.setLogLevel("WARN")
     return spark
 
 
 if __name__ == "__main__":
+    import dataclasses
+
     from lakehouse.settings import load
 
-    session(load(), "fetch-packages").stop()
+    # Run by `make install`, before any service runs: no shared catalog needed to fetch jars.
+    session(dataclasses.replace(load(), metastore_database=""), "fetch-packages").stop()
     print("spark packages ready: " + ", ".join(spark_packages()))

@@ -269,12 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     base = settings_module.load()
-    # A warehouse of its own: the demo's tables are never part of the experiment.
+    # A warehouse and catalog of its own: the demo's tables are never part of the experiment.
     chaos_dir = base.state_dir / "chaos"
     settings = dataclasses.replace(base, warehouse=str(chaos_dir / "warehouse"),
                                    checkpoints=str(chaos_dir / "warehouse" / "_checkpoints"),
-                                   quality_dir=chaos_dir / "quality", spark_ui=False)
-    stack.start(settings)
+                                   quality_dir=chaos_dir / "quality", spark_ui=False,
+                                   metastore_database="metastore_chaos")
+    stack.start(base)
     seed(settings, SeedSize.for_lines(10_000))
     spark = spark_module.session(settings, "chaos")
     try:

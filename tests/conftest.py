@@ -5,23 +5,54 @@ import pytest
 from lakehouse import settings as settings_module
 
 
+def _runs_integration_tests(session: pytest.Session) -> bool:
+    return any(item.get_closest_marker("integration") for item in session.items)
+
+
 @pytest.fixture(scope="session")
-def settings(tmp_path_factory):
-    """The project's settings, with a warehouse of the test session's own."""
+def settings(tmp_path_factory, request):
+    """The project's settings, with a warehouse of the test session's own. With integration
+    tests, also a metastore database and a JDBC server port of its own, so that a running
+    demo keeps its catalog; unit tests alone keep the catalog in the Spark process."""
     settings_module.write_env_file()
     warehouse = tmp_path_factory.mktemp("warehouse")
-    return dataclasses.replace(settings_module.load(), warehouse=str(warehouse),
+    base = settings_module.load()
+    integration = _runs_integration_tests(request.session)
+    return dataclasses.replace(base, warehouse=str(warehouse),
                                quality_dir=tmp_path_factory.mktemp("quality"),
                                checkpoints=str(warehouse / "_checkpoints"),
                                shuffle_partitions=2, spark_ui=False,
-                               compact_every_delta_commits=3)
+                               compact_every_delta_commits=3,
+                               metastore_database="metastore_tests" if integration else "",
+                               thrift_port=base.thrift_port + 1, thrift_memory="1g")
 
 
 @pytest.fixture(scope="session")
-def spark(settings):
+def services(settings):
+    """The real services: a running stack is reused, otherwise the native one is started
+    for the session and stopped at its end."""
+    from infra import stack
+    from ingestion import database
+    from ingestion.seed import SeedSize, seed
+
+    already_up = all(s.healthy for s in stack.status(settings))
+    if already_up:
+        database.apply_schema(settings)
+    else:
+        stack.start(settings, "native")
+    seed(settings, SeedSize.for_lines(2_000))
+    yield settings
+    if not already_up:
+        stack.stop(settings)
+
+
+@pytest.fixture(scope="session")
+def spark(settings, request):
     """One SparkSession for the whole test session."""
     from lakehouse import spark as spark_module
 
+    if settings.metastore_database:
+        request.getfixturevalue("services")
     session = spark_module.session(settings, "tests")
     yield session
     session.stop()

@@ -1,6 +1,8 @@
-"""The Kafka, Kafka Connect and Debezium jars, resolved once by Maven into `.lake/jars/`.
+"""The Kafka, Kafka Connect and Debezium jars, and the jars Spark needs on its driver's class
+path (the metastore's JDBC driver, Hudi for the JDBC server), resolved once by Maven into
+`.lake/jars/`.
 
-The manifests are the two poms beside this file; versions come from infra/versions.env.
+The manifests of the services are the two poms beside this file; versions come from infra/versions.env.
 Maven keeps its own cache (~/.m2), so a second resolution after `rm -rf .lake` is local.
 """
 
@@ -27,9 +29,7 @@ def _resolve(pom: str, version_property: str, version: str, target: Path) -> Non
     done = target / ".resolved"
     if done.exists():
         return
-    if shutil.which("mvn") is None:
-        raise ServiceError("Maven (`mvn`) is needed to fetch the Kafka and Debezium jars: "
-                           "run `make install` (or `apt-get install maven`).")
+    _require_maven()
     shutil.rmtree(target, ignore_errors=True)
     command = [
         "mvn", "-q", "-B", "-f", str(MANIFESTS / pom), f"-D{version_property}={version}",
@@ -42,6 +42,12 @@ def _resolve(pom: str, version_property: str, version: str, target: Path) -> Non
     done.write_text(version + "\n")
 
 
+def _require_maven() -> None:
+    if shutil.which("mvn") is None:
+        raise ServiceError("Maven (`mvn`) is needed to fetch the service jars: "
+                           "run `make install` (or `apt-get install maven`).")
+
+
 def ensure_jars(state_dir: Path) -> Jars:
     versions = read_versions()
     kafka_dir = state_dir / "jars" / f"kafka-{versions['KAFKA_VERSION']}"
@@ -50,11 +56,44 @@ def ensure_jars(state_dir: Path) -> Jars:
     # Connect isolates each plugin in its own class loader: one folder per plugin.
     _resolve("debezium.pom.xml", "debezium.version", versions["DEBEZIUM_VERSION"],
              plugins / "debezium-connector-postgres")
+    metastore_driver_jar(state_dir)
+    hudi_bundle_jar(state_dir)
     return Jars(kafka_classpath=f"{kafka_dir}/*", plugin_path=plugins)
+
+
+def metastore_driver_jar(state_dir: Path) -> Path:
+    """The pgjdbc jar. Spark needs it on the driver's class path, not in spark.jars.packages:
+    the Hive client's connection pool finds drivers through java.sql.DriverManager, which
+    ignores the class loader those packages are added to."""
+    return _copy(f"org.postgresql:postgresql:{read_versions()['PGJDBC_VERSION']}", state_dir)
+
+
+def hudi_bundle_jar(state_dir: Path) -> Path:
+    """The Hudi bundle, for the JDBC server's class path: the server's connection threads
+    use Hive's class loader, which cannot see the jars of spark.jars.packages."""
+    from lakehouse.spark import hudi_bundle
+
+    return _copy(hudi_bundle(), state_dir)
+
+
+def _copy(coordinates: str, state_dir: Path) -> Path:
+    """One artifact (group:artifact:version), without its dependencies, under .lake/jars/."""
+    _, artifact, version = coordinates.split(":")
+    jar = state_dir / "jars" / f"{artifact}-{version}" / f"{artifact}-{version}.jar"
+    if jar.exists():
+        return jar
+    _require_maven()
+    result = subprocess.run(["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={coordinates}",
+                             f"-DoutputDirectory={jar.parent}"], capture_output=True, text=True)
+    if result.returncode != 0 or not jar.exists():
+        raise ServiceError(f"Maven could not fetch {coordinates}:\n"
+                           f"{result.stdout[-3000:]}{result.stderr[-2000:]}")
+    return jar
 
 
 if __name__ == "__main__":
     from lakehouse.settings import load
 
     resolved = ensure_jars(load().state_dir)
-    print(f"jars ready: {resolved.kafka_classpath} and plugins in {resolved.plugin_path}")
+    print(f"jars ready: {resolved.kafka_classpath}, plugins in {resolved.plugin_path}, "
+          f"{metastore_driver_jar(load().state_dir)}, {hudi_bundle_jar(load().state_dir)}")

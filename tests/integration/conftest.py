@@ -1,5 +1,4 @@
-"""Integration tests run against the real services: a running stack is reused, otherwise
-the native one is started for the session and stopped at its end."""
+"""Integration tests run against the real services (the `services` fixture, tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,24 +8,14 @@ import time
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from infra import stack
 from ingestion import database
-from ingestion.seed import SeedSize, seed
-
-pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="session")
-def services(settings):
-    already_up = all(s.healthy for s in stack.status(settings))
-    if already_up:
-        database.apply_schema(settings)
-    else:
-        stack.start(settings, "native")
-    seed(settings, SeedSize.for_lines(2_000))
-    yield settings
-    if not already_up:
-        stack.stop(settings)
+def pytest_collection_modifyitems(items):
+    """Marks every test under this folder, so `pytest -m "not integration"` leaves them out."""
+    for item in items:
+        if "integration" in item.nodeid.split("/"):
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture

@@ -29,7 +29,8 @@ def test_compose_images_are_the_pinned_versions():
 
 def test_compose_publishes_the_native_ports():
     ports = {name: svc["ports"][0] for name, svc in COMPOSE["services"].items()}
-    assert ports == {"postgres": "5432:5432", "kafka": "9092:9092", "connect": "8083:8083"}
+    assert ports == {"postgres": "5432:5432", "kafka": "9092:9092", "connect": "8083:8083",
+                     "thrift": "127.0.0.1:${THRIFT_PORT:-10000}:10000"}
     native = (ROOT / "infra/config/kafka-server.properties").read_text()
     assert "controller.quorum.voters=1@localhost:${controller_port}" in native
 
@@ -38,6 +39,15 @@ def test_every_service_has_a_health_check_and_state_on_named_volumes():
     for name, service in COMPOSE["services"].items():
         assert "healthcheck" in service, name
     assert set(COMPOSE["volumes"]) == {"postgres-data", "kafka-data"}
+
+
+def test_the_jdbc_server_image_runs_the_native_mode_module_on_the_settings_it_reads():
+    thrift = COMPOSE["services"]["thrift"]
+    assert thrift["command"] == ["python", "-m", "serving.jdbc"]
+    assert (ROOT / thrift["build"]["dockerfile"]).exists()
+    from lakehouse.settings import SECRET_VARIABLES, load
+
+    assert set(thrift["environment"]) <= set(load().environment()) | set(SECRET_VARIABLES)
 
 
 def test_connect_provides_every_variable_the_connector_refers_to():
@@ -56,7 +66,8 @@ def test_compose_file_is_valid_for_docker_compose_when_available():
         ["docker", "compose", "-f", str(ROOT / "docker-compose.yml"), "--env-file",
          str(ROOT / "infra/versions.env"), "config", "--quiet"],
         capture_output=True, text=True,
-        env={"PATH": "/usr/bin:/bin", "PGPASSWORD": "x", "DEBEZIUM_PASSWORD": "y"})
+        env={"PATH": "/usr/bin:/bin", "PGPASSWORD": "x", "DEBEZIUM_PASSWORD": "y",
+             "METASTORE_PASSWORD": "z", "LAKEHOUSE_WAREHOUSE": "/tmp/warehouse"})
     assert result.returncode == 0, result.stderr
 
 

@@ -5,7 +5,8 @@ from lakehouse import settings
 
 @pytest.fixture
 def clean_env(monkeypatch, tmp_path):
-    for name in ("PGPASSWORD", "DEBEZIUM_PASSWORD", "PGPORT", "KAFKA_BOOTSTRAP_SERVERS", "CONNECT_URL"):
+    for name in ("PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD", "PGPORT",
+                 "KAFKA_BOOTSTRAP_SERVERS", "CONNECT_URL", "METASTORE_DATABASE", "THRIFT_PORT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -19,7 +20,7 @@ def test_missing_secret_names_the_variable(clean_env):
 
 
 def test_env_file_is_written_once_and_read(clean_env, monkeypatch):
-    assert settings.write_env_file() == ["PGPASSWORD", "DEBEZIUM_PASSWORD"]
+    assert settings.write_env_file() == ["PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD"]
     first = (clean_env / ".env").read_text()
     assert settings.write_env_file() == []
     assert (clean_env / ".env").read_text() == first
@@ -56,7 +57,9 @@ def test_a_child_process_given_the_environment_loads_the_same_settings(clean_env
 
     custom = dataclasses.replace(settings.load(), warehouse="/data/wh", checkpoints="/data/ck",
                                  shuffle_partitions=2, spark_ui=False, commits_retained=7,
-                                 compact_every_delta_commits=3, pg_port=5433)
+                                 compact_every_delta_commits=3, pg_port=5433,
+                                 metastore_database="metastore_x", thrift_port=10001,
+                                 thrift_bind_host="0.0.0.0", thrift_memory="1g")
     for name, value in custom.environment().items():
         monkeypatch.setenv(name, value)
     assert settings.load() == custom

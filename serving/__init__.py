@@ -1,0 +1,1 @@
+"""What analysts use: the JDBC/ODBC server, the JVM-free query path, and table history."""

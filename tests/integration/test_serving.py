@@ -1,0 +1,180 @@
+"""What analysts use: the shared catalog, the JDBC server (beeline and a Python DB-API client),
+the JVM-free `lakehouse query`, `lakehouse history` and time travel, against the real stack."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from benchmarks.queries import GOLD_QUERIES
+from ingestion import database
+from lakehouse.catalog import derived_tables
+from serving import fastpath, history, jdbc
+from tests.integration.test_bronze import _cli_env, drain_until_equal, run_workload
+from tests.integration.test_silver_gold import run_all
+
+BIN = Path(sys.executable).parent
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def lakehouse(services, spark):
+    """Silver and Gold built through updates and deletes at the source."""
+    with database.connect(services, autocommit=True) as db:
+        # Some rows the gates keep out, so that every quarantine the notebooks show exists.
+        run_workload(db, steps=150, seed=900, bad_share=0.05)
+        drain_until_equal(spark, services, db)
+    run_all(spark, services)
+    return services
+
+
+def _normalized(value):
+    """One value as every client can agree on it: timestamps as naive UTC."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return value.astimezone(timezone.utc).replace(tzinfo=None)
+    return value
+
+
+def _rows(rows) -> list[tuple]:
+    return sorted((tuple(_normalized(v) for v in row) for row in rows),
+                  key=lambda row: tuple((v is None, str(v)) for v in row))
+
+
+def _spark_rows(spark, sql: str) -> list[tuple]:
+    return _rows(tuple(r) for r in spark.sql(sql).collect())
+
+
+def _beeline(settings, sql: str) -> list[list[str]]:
+    result = subprocess.run(
+        [str(BIN / "beeline"), "-u", jdbc.jdbc_url(settings), "--silent=true",
+         "--outputformat=csv2", "--showHeader=false", "-e", sql],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    # Silent beeline still echoes its prompt before the first row.
+    lines = [line.split("> ", 1)[-1] for line in result.stdout.splitlines()
+             if line.strip() and not line.rstrip().endswith(">")]
+    return sorted(list(row) for row in csv.reader(io.StringIO("\n".join(lines))) if row)
+
+
+def _as_text(value) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ").rstrip("0").rstrip(".") if value.microsecond else \
+            value.isoformat(sep=" ")
+    return str(value)
+
+
+@pytest.mark.parametrize("name", sorted(GOLD_QUERIES))
+def test_jdbc_clients_and_the_fast_path_answer_what_spark_sql_answers(lakehouse, spark, name):
+    sql = GOLD_QUERIES[name]
+    expected = _spark_rows(spark, sql)
+    assert expected, f"{name} returned no rows: the test would prove nothing"
+
+    with jdbc.connect(lakehouse) as connection:
+        cursor = connection.cursor()
+        cursor.execute(sql)
+        assert _rows(cursor.fetchall()) == expected
+
+    assert _beeline(lakehouse, sql) == sorted([_as_text(v) for v in row] for row in expected)
+
+    assert _rows(tuple(r.values()) for r in fastpath.query(lakehouse.warehouse, sql).table.to_pylist()) \
+        == expected
+
+
+@pytest.mark.parametrize("table", [t for d in derived_tables() for t in (d, d.quarantine)],
+                         ids=lambda t: t.name)
+def test_the_fast_path_reads_every_silver_and_gold_table_exactly(lakehouse, spark, table):
+    sql = f"SELECT * FROM {table.qualified_name}"
+    if not spark.catalog.tableExists(table.qualified_name):
+        pytest.skip(f"{table.qualified_name} holds no rows in this workload")
+    frame = spark.sql(sql)
+    fast = fastpath.query(lakehouse.warehouse, sql).table
+    assert sorted(fast.column_names) == sorted(frame.columns)
+    columns = sorted(frame.columns)
+    assert _rows(tuple(r[c] for c in columns) for r in fast.to_pylist()) == \
+        _rows(tuple(r[c] for c in columns) for r in frame.collect())
+
+
+def test_time_travel_and_history_show_gold_as_of_a_past_commit(lakehouse, spark, db):
+    table = "gold.hudi_daily_sales_gold"
+    totals = f"SELECT count(*), sum(total_sales_amount), sum(units_sold) FROM {table}"
+    before = _spark_rows(spark, totals)
+    commits_before = history.history(lakehouse.warehouse, table)
+
+    run_workload(db, steps=60, seed=901)
+    drain_until_equal(spark, lakehouse, db)
+    run_all(spark, lakehouse)
+    commits = history.history(lakehouse.warehouse, table)
+    assert commits[:len(commits_before)] == commits_before
+    latest, past = commits[-1], commits_before[-1]
+    assert latest.completed > past.completed and latest.rows_written > 0
+    assert _spark_rows(spark, totals) != before, "the workload changed no Gold total"
+
+    as_of = f"{totals} TIMESTAMP AS OF '{past.completed}'"
+    assert _spark_rows(spark, as_of) == before
+    with jdbc.connect(lakehouse) as connection:
+        cursor = connection.cursor()
+        cursor.execute(as_of)
+        assert _rows(cursor.fetchall()) == before
+    changed = spark.sql(f"SELECT DISTINCT _hoodie_commit_time FROM hudi_table_changes("
+                        f"'{table}', 'latest_state', '{past.completed}')").collect()
+    assert {r[0] for r in changed} == {c.requested for c in commits if c.completed > past.completed}
+
+    printed = subprocess.run([str(BIN / "lakehouse"), "history", table], capture_output=True,
+                             text=True, env=_cli_env(lakehouse), timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    assert latest.completed in printed.stdout and past.completed in printed.stdout
+
+
+def _lakehouse_query(settings, sql: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(BIN / "lakehouse"), "query", sql], capture_output=True, text=True,
+                          env=_cli_env(settings), timeout=60)
+
+
+def test_lakehouse_query_prints_rows_and_names_what_is_wrong(lakehouse):
+    answered = _lakehouse_query(lakehouse, "SELECT count(*) AS n FROM gold.hudi_customer_segments_gold")
+    assert answered.returncode == 0, answered.stderr
+    assert "| n " in answered.stdout and "1 row" in answered.stdout
+
+    unknown = _lakehouse_query(lakehouse, "SELECT * FROM gold.hudi_no_such_gold")
+    assert unknown.returncode == 1
+    assert unknown.stderr.strip().splitlines() == [
+        f"error: unknown table gold.hudi_no_such_gold: no Hudi table at "
+        f"{lakehouse.warehouse}/gold/hudi_no_such_gold (tables: "
+        f"{', '.join(fastpath.existing_tables(lakehouse.warehouse))})"]
+
+    syntax = _lakehouse_query(lakehouse, "SELEC count(*) FROM gold.hudi_daily_sales_gold")
+    assert syntax.returncode == 1
+    assert len(syntax.stderr.strip().splitlines()) == 1
+    assert syntax.stderr.startswith("error: query failed: SQL error: ParserError")
+
+
+def test_a_jdbc_server_that_is_down_is_named_in_one_line(lakehouse):
+    import dataclasses
+
+    nowhere = dataclasses.replace(lakehouse, thrift_port=9)
+    with pytest.raises(jdbc.ServerDown, match=r"^the JDBC server at localhost:9 does not answer: "
+                                             r"start it with `make services`"):
+        jdbc.connect(nowhere)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.stem)
+def test_every_notebook_runs_top_to_bottom_against_the_stack(lakehouse, path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    book = nbformat.read(path, as_version=4)
+    assert not any(cell.get("outputs") for cell in book.cells), f"{path.name} was saved with outputs"
+    # A failing cell raises CellExecutionError with the cell and its traceback.
+    NotebookClient(book, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(ROOT)}}).execute(
+        env={**os.environ, **lakehouse.environment()})
