@@ -31,7 +31,7 @@ def _services(args, settings):
 
 def _print_status(statuses) -> None:
     for s in statuses:
-        print(f"{s.name:<9} {'healthy' if s.healthy else 'DOWN':<8} {s.address:<26} {s.detail}")
+        print(f"{s.name:<9} {'healthy' if s.healthy else 'DOWN':<8} {s.address:<30} {s.detail}")
 
 
 def _up(args, settings):
