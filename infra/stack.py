@@ -17,8 +17,8 @@ from pathlib import Path
 
 from infra.native.kafka import NativeConnect, NativeKafka
 from infra.native.postgres import NativePostgres
-from infra.native.thrift import NativeThriftServer
 from infra.native.process import ServiceError, port_open
+from infra.native.thrift import NativeThriftServer
 from ingestion import connector, database, topics
 from lakehouse.settings import Settings
 
