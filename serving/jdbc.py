@@ -34,9 +34,11 @@ def connect(settings: Settings, user: str = "analyst"):
     from impala.error import HiveServer2Error
     from thrift.transport.TTransport import TTransportException
 
+    # The SASL PLAIN handshake the server speaks carries a password field; the server
+    # ignores it (authentication NONE), so it is a placeholder, not a secret.
     try:
         return hive_connect(host="localhost", port=settings.thrift_port, auth_mechanism="PLAIN",
-                            user=user, password="unused", database="gold", timeout=30)
+                            user=user, password="none", database="gold", timeout=30)
     except (TTransportException, HiveServer2Error, OSError) as error:
         raise ServerDown(f"the JDBC server at localhost:{settings.thrift_port} does not answer: "
                          f"start it with `make services` (or `make up`); its log is "
