@@ -2,10 +2,12 @@
 
 Runs against the real services (started natively if none answer, stopped again afterwards)
 with a warehouse of its own under .lake/bench. The demo's workers must not run meanwhile:
-they would compete for the same cores and write to the same source tables. The Silver and
-Gold part grows the source tables to its largest size (1,000,000 sales lines by default)
-and leaves them so: `make clean` starts over. The serving part then times the three read
-paths over the Gold that part built.
+they would compete for the same cores and write to the same source tables. Parts, in order:
+`run` (a scheduled `lakehouse run` after 400 source transactions, on the source as the
+10,000-line seed leaves it when it starts from empty), `commits` (the fixed cost of a small
+Hudi commit, lever by lever), `bronze`, `derived` (which grows the source tables to its
+largest size, 1,000,000 sales lines by default, and leaves them so: `make clean` starts
+over) and `serving` (the three read paths over the Gold the derived part built).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import pyspark
 
-from benchmarks import bronze, derived, serving
+from benchmarks import bronze, commits, derived, run, serving
 from infra import stack
 from ingestion.seed import SeedSize, seed
 from lakehouse import demo, spark
@@ -28,6 +30,7 @@ from lakehouse import settings as settings_module
 from lakehouse.settings import read_versions
 
 RESULTS = Path(__file__).resolve().parent / "results"
+PARTS = ("run", "commits", "bronze", "derived", "serving")
 
 
 def machine() -> dict:
@@ -85,9 +88,9 @@ def derived_markdown(results: dict) -> str:
         lines += ["", f"Per table at {size['sales_lines']:,} lines:", "",
                   "| table | changes read | upserted | deleted | incremental s | full refresh s |",
                   "|---|---:|---:|---:|---:|---:|"]
-        for name, run in size["incremental"]["tables"].items():
-            lines.append(f"| {name} | {run['changes_read']:,} | {run['upserted']:,} "
-                         f"| {run['deleted']:,} | {run['seconds']} "
+        for name, outcome in size["incremental"]["tables"].items():
+            lines.append(f"| {name} | {outcome['changes_read']:,} | {outcome['upserted']:,} "
+                         f"| {outcome['deleted']:,} | {outcome['seconds']} "
                          f"| {size['full_refresh']['tables'][name]['seconds']} |")
     return "\n".join(lines) + "\n"
 
@@ -111,11 +114,16 @@ def _sizes(text: str) -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("--only", choices=("bronze", "derived", "serving"),
-                        help="run one part (default: all three in this order; `serving` alone "
+    parser.add_argument("--only", choices=PARTS,
+                        help="run one part (default: all, in this order; `serving` alone "
                              "reuses the warehouse the derived part left)")
-    parser.add_argument("--seed-lines", type=int, default=100_000,
+    parser.add_argument("--seed-lines", type=int, default=10_000,
                         help="sales lines to seed when the source tables are empty")
+    parser.add_argument("--run-changes", type=int, default=400,
+                        help="source transactions before the timed `lakehouse run`")
+    parser.add_argument("--commit-base-rows", type=int, default=100_000,
+                        help="rows in the table the small commits go to")
+    parser.add_argument("--commits", type=int, default=12, help="small commits per variant")
     parser.add_argument("--changes", type=int, default=200_000,
                         help="rows of each bulk change in the throughput run")
     parser.add_argument("--duration", type=float, default=180, help="seconds of live workload")
@@ -148,7 +156,14 @@ def main(argv: list[str] | None = None) -> int:
         bench = bronze.bench_settings(settings)
         if args.only != "serving":
             shutil.rmtree(settings.state_dir / "bench", ignore_errors=True)
+        if args.only in (None, "run"):
+            results = {"machine": machine(), **run.measure(bench, args.run_changes)}
+            _write("run", results, run.markdown(results))
         session = spark.session(bench, "bench")
+        if args.only in (None, "commits"):
+            results = {"machine": machine(),
+                       **commits.measure(session, bench, args.commit_base_rows, args.commits)}
+            _write("commits", results, commits.markdown(results))
         if args.only in (None, "bronze"):
             results = {"machine": machine(),
                        "throughput": bronze.throughput(session, bench, args.changes),

@@ -179,8 +179,7 @@ def latency(spark: SparkSession, settings: Settings, trigger_seconds: int, durat
     job.log.unlink(missing_ok=True)
     job.start([sys.executable, "-m", "lakehouse.cli", "bronze", "--continuous",
                "--trigger-seconds", str(trigger_seconds)],
-              env={"LAKEHOUSE_WAREHOUSE": settings.warehouse,
-                   "LAKEHOUSE_CHECKPOINTS": settings.checkpoints, "SPARK_UI": "false"})
+              env=settings.environment())
     try:
         deadline = time.monotonic() + 300
         while "streaming every" not in (job.log.read_text() if job.log.exists() else ""):

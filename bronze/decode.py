@@ -18,6 +18,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from bronze.tables import DEBEZIUM, BronzeTable
 
 CDC_OPS = ("c", "r", "u", "d")
+MOVED_FROM = "_moved_from"
 CORRUPT_RECORD = "_corrupt_record"
 QUARANTINE_COLUMNS = ("_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_ts",
                       "raw_key", "raw_value", "error", "_quarantined_at")
@@ -77,6 +78,14 @@ def _kafka_columns(raw: DataFrame) -> DataFrame:
     )
 
 
+def _partition_value(image: Column, table: BronzeTable) -> Column:
+    """The partition column's value for a row image (its string fields, as parsed)."""
+    partitioning = table.partitioning
+    if partitioning.from_ts:
+        return F.date_format(image[partitioning.from_ts].cast("timestamp"), "yyyy-MM-dd")
+    return _typed(image[partitioning.column], table.columns[partitioning.column])
+
+
 def _debezium(messages: DataFrame, table: BronzeTable) -> DataFrame:
     image_type = _as_strings(table.columns)
     envelope = [
@@ -98,8 +107,15 @@ def _debezium(messages: DataFrame, table: BronzeTable) -> DataFrame:
                   F.lit(" image"))),
         *_field_checks(F.col("_image"), table),
     ]
+    # An update that changes the partition value leaves a copy in the old partition unless
+    # the write deletes it there: the bucket index only looks in the row's new partition.
+    moved_from = []
+    if table.partitioning:
+        before = _partition_value(F.col("_m.before"), table)
+        moved_from = [F.when((op == "u") & ~before.eqNullSafe(_partition_value(F.col("_image"), table)),
+                             before).alias(MOVED_FROM)]
     return parsed.select(
-        *KAFKA_COLUMNS, "_image",
+        *KAFKA_COLUMNS, "_image", *moved_from,
         _first_error(checks).alias("error"),
         op.alias("_op"),
         F.col("_m.source.lsn").cast("long").alias("_source_lsn"),
@@ -129,8 +145,7 @@ def classify(raw: DataFrame, table: BronzeTable) -> DataFrame:
     columns = [_typed(F.col("_image")[name], spark_type).alias(name)
                for name, spark_type in table.columns.items()]
     if table.partitioning and table.partitioning.from_ts:
-        columns.append(F.date_format(F.col("_image")[table.partitioning.from_ts].cast("timestamp"),
-                                     "yyyy-MM-dd").alias(table.partitioning.column))
+        columns.append(_partition_value(F.col("_image"), table).alias(table.partitioning.column))
     # The raw message is only kept for quarantine; for good rows it would be dead weight.
     failed = F.col("error").isNotNull()
     raw_columns = [F.when(failed, F.col(name)).alias(name) for name in ("raw_key", "raw_value")]
@@ -139,7 +154,9 @@ def classify(raw: DataFrame, table: BronzeTable) -> DataFrame:
 
 
 def split(classified: DataFrame, table: BronzeTable) -> tuple[DataFrame, DataFrame]:
-    """(Bronze rows, quarantined messages) of a `classify` result.
+    """(Bronze rows, quarantined messages) of a `classify` result. An update that moved its
+    row to another partition brings a second row: the delete of the copy in the old one,
+    with the update's source position (so it loses to nothing older and to nothing newer).
 
     Callers that use both halves should cache `classified` first: filtering on `error`
     otherwise makes Spark push the filter below the parse and repeat the JSON parsing for
@@ -148,9 +165,15 @@ def split(classified: DataFrame, table: BronzeTable) -> tuple[DataFrame, DataFra
     now = F.current_timestamp()
     columns = [*table.columns, *([table.partitioning.column] if table.partitioning else [])]
     lineage = ["_op", "_source_lsn", "_source_ts"] if table.envelope == DEBEZIUM else []
-    rows = classified.where(F.col("error").isNull()).select(
-        *dict.fromkeys(columns), *lineage, now.alias("_ingested_at"), "_kafka_topic",
-        "_kafka_partition", "_kafka_offset", "_hoodie_is_deleted")
+    decoded = classified.where(F.col("error").isNull())
+    rows = decoded.select(*dict.fromkeys(columns), *lineage, now.alias("_ingested_at"),
+                          "_kafka_topic", "_kafka_partition", "_kafka_offset", "_hoodie_is_deleted")
+    if MOVED_FROM in classified.columns:
+        old_copies = (decoded.where(F.col(MOVED_FROM).isNotNull())
+                      .withColumn(table.partitioning.column, F.col(MOVED_FROM))
+                      .withColumn("_ingested_at", now)
+                      .withColumn("_hoodie_is_deleted", F.lit(True)))
+        rows = rows.unionByName(old_copies.select(rows.columns))
     quarantined = classified.where(F.col("error").isNotNull()).select(
         *QUARANTINE_COLUMNS[:-1], now.alias("_quarantined_at"))
     return rows, quarantined

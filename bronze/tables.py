@@ -118,7 +118,9 @@ INVENTORY_UPDATES = BronzeTable(
     envelope=JSON_EVENTS,
     record_key=("sku", "location_id"),
     ordering=("update_ts",),
-    partitioning=Partitioning("dt", from_ts="update_ts"),
+    # A position lives in the day of its latest report, and an event carries no before-image
+    # to tell which day that was: the one Bronze table that needs the global record index.
+    partitioning=Partitioning("dt", from_ts="update_ts", moves_unseen=True),
     columns={
         "sku": "string", "location_id": "string", "quantity_on_hand": "int",
         "change_qty": "int", "reason": "string", "update_ts": "timestamp",

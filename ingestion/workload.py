@@ -220,9 +220,13 @@ def fix_bad_row(conn, rng, keys, now):
 
 
 Operation = Callable[[psycopg.Connection, random.Random, KeySpace, datetime], str]
+# Weights, in transactions per hundred. A retailer's dimensions change far less often than
+# its orders: a customer moves (changes region) about once per hundred transactions, and
+# merchandising recategorises a product about as rarely; each such change reaches that
+# customer's or product's lines on every day they were sold.
 OPERATIONS: dict[Operation, int] = {
-    new_order: 35, status_change: 22, price_correction: 6, customer_move: 7,
-    product_recategorisation: 3, delete_line: 6, reinsert_line: 3, new_customer: 6,
+    new_order: 40, status_change: 29, price_correction: 6, customer_move: 1,
+    product_recategorisation: 1, delete_line: 6, reinsert_line: 3, new_customer: 8,
     new_product: 2, fix_bad_row: 4,
 }
 # What `--bad-rows` mixes in: rows the source accepts and the quality gates must catch.

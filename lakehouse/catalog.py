@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from lakehouse import timeline
-from lakehouse.settings import Settings
+from lakehouse.settings import ConfigurationError, Settings
 from lakehouse.tables import LAYERS, DerivedTable, Table, quality_results_table
 
 
@@ -50,13 +50,48 @@ def exists(spark: SparkSession, path: str) -> bool:
     return created and timeline.has_commits(spark, path)
 
 
+def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
+    """The table's `.hoodie/hoodie.properties`."""
+    jvm = spark.sparkContext._jvm
+    hadoop_path = jvm.org.apache.hadoop.fs.Path(f"{path}/.hoodie/hoodie.properties")
+    stream = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).open(hadoop_path)
+    try:
+        properties = jvm.java.util.Properties()
+        properties.load(stream)
+        return {str(key): str(properties.getProperty(key)) for key in properties.stringPropertyNames()}
+    finally:
+        stream.close()
+
+
+def check_index(spark: SparkSession, settings: Settings, table: Table) -> None:
+    """Fails for a table an earlier release wrote with the record index that its declaration
+    now writes with the bucket index (lakehouse/tables.py), before a write can mix the two:
+    the bucket index finds file groups by their names, which the old ones do not have."""
+    path = table.path(settings)
+    metadata = table_properties(spark, path).get("hoodie.table.metadata.partitions", "")
+    if table.global_index or "record_index" not in metadata.split(","):
+        return
+    stale = [path]
+    if table.layer == "bronze" and not table.name.endswith("_quarantine"):
+        from bronze.job import checkpoint_location
+
+        stale.append(f"its checkpoint {checkpoint_location(settings, table)}")
+    raise ConfigurationError(
+        f"{table.qualified_name} was written with Hudi's record index by an earlier release of "
+        f"this project and is now written with the bucket index, which cannot take over its "
+        f"files. Rebuild it: stop the pipeline, delete {' and '.join(stale)}, and run again "
+        f"(`make clean` starts the whole demo over).")
+
+
 def register(spark: SparkSession, settings: Settings, tables: list[Table] | None = None) -> list[str]:
-    """Registers the declared tables that exist; returns their qualified names."""
+    """Registers the declared tables that exist, after checking that their files fit their
+    declared index; returns their qualified names."""
     for layer in LAYERS:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {layer} LOCATION '{settings.warehouse}/{layer}'")
     registered = []
     for table in tables if tables is not None else declared_tables():
         if exists(spark, table.path(settings)):
+            check_index(spark, settings, table)
             _register(spark, table, table.path(settings))
             registered.append(table.qualified_name)
     return registered

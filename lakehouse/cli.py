@@ -99,11 +99,18 @@ def _tail(args, settings):
     return 0
 
 
+_registered_in: set[int] = set()
+
+
 def _spark(settings, app_name: str):
+    """The process's SparkSession (later calls get the first one), with the declared tables
+    registered in the catalog once."""
     from lakehouse import catalog, spark
 
     session = spark.session(settings, app_name)
-    catalog.register(session, settings)
+    if id(session) not in _registered_in:
+        catalog.register(session, settings)
+        _registered_in.add(id(session))
     return session
 
 
@@ -151,13 +158,13 @@ def _derived_tables(args, layer: str | None):
     return [t for t in tables if not getattr(args, "table", None) or t.name in args.table]
 
 
-def _derived(args, settings, layer: str) -> int:
+def _derived(args, settings, layer: str, runner=None) -> int:
     from lakehouse.incremental import Runner
     from lakehouse.locks import exclusive_writer
 
     tables = _derived_tables(args, layer)
     with exclusive_writer(settings, layer):
-        runner = Runner(_spark(settings, layer), settings)
+        runner = runner or Runner(_spark(settings, layer), settings)
         try:
             for table in tables:
                 print(runner.run(table, args.full_refresh).line(), flush=True)
@@ -167,12 +174,17 @@ def _derived(args, settings, layer: str) -> int:
 
 
 def _run(args, settings):
+    from lakehouse.incremental import Runner
+
     if args.continuous:
         return _run_continuously(args, settings)
     args.table = None
     _bronze(args, settings)
+    # One runner for both layers: its quality gate (a Great Expectations context) takes
+    # seconds to set up.
+    runner = Runner(_spark(settings, "run"), settings)
     for layer in ("silver", "gold"):
-        _derived(args, settings, layer)
+        _derived(args, settings, layer, runner)
     return 0
 
 

@@ -99,12 +99,14 @@ def snapshot(spark: SparkSession, table, settings: Settings) -> DataFrame:
 
 
 def changed_images(spark: SparkSession, table, settings: Settings, start: str, end: str,
-                   columns: T.StructType) -> DataFrame:
-    """Before- and after-images of the rows changed in (start, end], one row per image.
+                   columns: T.StructType, reads: tuple[str, ...] | None = None) -> DataFrame:
+    """Before- and after-images of the rows changed in (start, end], one row per image;
+    with `reads`, of the rows inserted, deleted, or updated in one of those columns.
 
     The CDC log stores images as JSON in Avro's encoding: timestamps as epoch microseconds,
     dates as epoch days, and (in Hudi 1.2) decimals as an unusable object. Images are only
-    used to find keys, never values, so decimals are left out and the rest converted back.
+    used to find keys, never values, so decimals are left out and the rest converted back
+    (an update of a decimal column that `reads` names therefore always counts).
     """
     as_read = T.StructType([
         T.StructField(f.name, T.LongType() if isinstance(f.dataType, T.TimestampType)
@@ -116,8 +118,12 @@ def changed_images(spark: SparkSession, table, settings: Settings, start: str, e
         else F.date_from_unix_date(F.col(f"image.{f.name}")).alias(f.name)
         if isinstance(f.dataType, T.DateType) else F.col(f"image.{f.name}")
         for f in columns if not isinstance(f.dataType, T.DecimalType)]
-    log = spark.sql("SELECT before, after FROM hudi_table_changes(?, 'cdc', ?, ?)",
+    log = spark.sql("SELECT op, before, after FROM hudi_table_changes(?, 'cdc', ?, ?)",
                     args=[table.path(settings), start, end])
+    if reads and all(name in as_read.names for name in reads):
+        watched = T.StructType([as_read[name] for name in reads])
+        unchanged = F.from_json("before", watched).eqNullSafe(F.from_json("after", watched))
+        log = log.where((F.col("op") != "u") | ~unchanged)
     # A delete's missing after-image comes as SQL NULL or as the JSON text "null", which
     # would parse into a row of nulls.
     images = (log.select(F.explode(F.array("before", "after")).alias("json"))
@@ -384,7 +390,7 @@ class Runner:
             columns = self.spark.table(source.alias).schema
             changed = cache(changed_images(self.spark, source.table, self.settings,
                                            consumed[source.table.name], ends[source.table.name],
-                                           columns))
+                                           columns, source.reads))
             try:
                 changes_read += changed.count()
             except Py4JJavaError as error:
@@ -426,7 +432,10 @@ class Runner:
 
         upserts = (recomputed.join(kept_out, keys, "left_anti").exceptAll(current)
                    .withColumn(DELETED, F.lit(False)))
-        missing = current.join(recomputed.select(keys), keys, "left_anti")
+        # A row is missing where the transform no longer produces its key in its partition:
+        # gone, or moved to another partition, whose copy the (not global) index cannot see.
+        placed = list(dict.fromkeys(keys + ([table.partitioning.column] if table.partitioning else [])))
+        missing = current.join(recomputed.select(placed), placed, "left_anti")
         if any(column not in keys for column in scope):
             # A row missing from the pruned inputs may have moved out of the affected values
             # in an input commit newer than this run's end (snapshots can be newer). Only the
@@ -434,7 +443,7 @@ class Runner:
             missing = cache(missing)
             if missing.count():
                 missing = missing.join(transform.join(missing.select(keys), keys, "left_semi"),
-                                       keys, "left_anti")
+                                       placed, "left_anti")
         deletes = missing.unionByName(current.join(kept_out, keys, "left_semi"))
         batch = cache(upserts.unionByName(deletes.withColumn(DELETED, F.lit(True))))
         upserted, deleted = batch.agg(F.count_if(~F.col(DELETED)), F.count_if(F.col(DELETED))).first()

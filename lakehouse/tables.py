@@ -19,10 +19,16 @@ TABLE_TYPES = ("MERGE_ON_READ", "COPY_ON_WRITE")
 
 @dataclass(frozen=True)
 class Partitioning:
-    """The partition column; `from_ts` derives it as the UTC date (yyyy-MM-dd) of a timestamp."""
+    """The partition column; `from_ts` derives it as the UTC date (yyyy-MM-dd) of a timestamp.
+
+    `moves_unseen`: a key's partition value can change while its writer never sees the old
+    value (a stock position reported again on a later day, with no before-image). Only a
+    global index finds the old copy then; every other table is written with a bucket index,
+    and a writer that moves a key deletes its old copy itself (see `hudi_options`)."""
 
     column: str
     from_ts: str | None = None
+    moves_unseen: bool = False
 
 
 @dataclass(frozen=True)
@@ -39,6 +45,10 @@ class Table:
     # in. Silver and Gold rows are recomputed from their inputs on every change, so the
     # latest write is the truth even when a value (say, a group's newest timestamp) shrinks.
     merge_mode: str = "EVENT_TIME_ORDERING"
+    # File groups per partition of the bucket index: a table's rows are hashed by key into
+    # this many files of each partition, fixed when the table is created (README: running
+    # at scale says how to size it).
+    buckets: int = 1
 
     def __post_init__(self):
         if self.layer not in LAYERS:
@@ -48,6 +58,12 @@ class Table:
                              f"got {self.table_type!r}")
         if not self.record_key or not self.ordering:
             raise ValueError(f"table {self.name}: record_key and ordering must not be empty")
+        if self.buckets < 1:
+            raise ValueError(f"table {self.name}: buckets must be at least 1, got {self.buckets}")
+
+    @property
+    def global_index(self) -> bool:
+        return bool(self.partitioning and self.partitioning.moves_unseen)
 
     @property
     def qualified_name(self) -> str:
@@ -72,12 +88,17 @@ class Input:
     are computed from this input's rows with input_column = v only (a sales line of day v
     lands in day v). A run then reads only the input rows, and the partitions of the
     output, holding the affected values: a day's changes read that day, not the year.
+
+    `reads` names the input columns the transform uses, when it uses few of a wide input: an
+    update that leaves all of them as they were affects nothing (a product's price
+    correction, for lines that keep their own price). Left out, every change counts.
     """
 
     table: Table
     alias: str
     affects: str | None = None
     prune: tuple[str, str] | None = None
+    reads: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -171,12 +192,43 @@ def _parallelism(tasks: int) -> dict[str, str]:
     return {f"hoodie.{key}.parallelism": str(tasks) for key in keys}
 
 
+def _index(table: Table) -> dict[str, str]:
+    """How a write finds the file group of each key.
+
+    Hudi's simple bucket index hashes the key to one of `buckets` file groups of the row's
+    partition: no lookup, and no metadata table to maintain, which is most of the fixed cost
+    of a small commit (benchmarks/results/commits.md). It is not global, so a key must not
+    change partition behind the writer's back: Bronze CDC tables delete the old copy from the
+    update's before-image (bronze/decode.py) and derived tables from the row they replace
+    (lakehouse/incremental.py). A table whose keys move unseen keeps the global record index,
+    which lives in the metadata table.
+    """
+    if table.global_index:
+        return {
+            "hoodie.index.type": "RECORD_INDEX",
+            "hoodie.metadata.global.record.level.index.enable": "true",
+            "hoodie.record.index.update.partition.path": "true",
+            "hoodie.metadata.record.index.min.filegroup.count": "1",
+            "hoodie.metadata.record.index.max.filegroup.count": "4",
+            # The record index is the only metadata index the table uses; column and partition
+            # statistics would be rewritten on every small commit for no reader.
+            "hoodie.metadata.index.column.stats.enable": "false",
+            "hoodie.metadata.index.partition.stats.enable": "false",
+        }
+    return {
+        "hoodie.index.type": "BUCKET",
+        "hoodie.index.bucket.engine": "SIMPLE",
+        "hoodie.bucket.index.num.buckets": str(table.buckets),
+        # Hudi deletes an existing metadata table on the first write with this off.
+        "hoodie.metadata.enable": "false",
+    }
+
+
 def hudi_options(table: Table, settings: Settings) -> dict[str, str]:
     """Hudi write options for an upsert into `table`.
 
-    - Record index, global: a key is unique across the table even when its partition value
-      changes (a customer moving country, a stock position updated on a later day); the
-      old copy is deleted from its former partition.
+    - The index (`_index`): a key is unique across the table even when its partition value
+      changes (a customer moving country, a sales line re-dated).
     - Event-time ordering on the declared fields: for one key the record with the highest
       ordering value wins, whatever order records arrive in, replays included.
     - Deletes are rows with `_hoodie_is_deleted = true`.
@@ -196,19 +248,11 @@ def hudi_options(table: Table, settings: Settings) -> dict[str, str]:
         "hoodie.datasource.write.keygenerator.type": _key_generator(table),
         "hoodie.datasource.write.hive_style_partitioning": "true",
         "hoodie.write.record.merge.mode": table.merge_mode,
-        "hoodie.index.type": "RECORD_INDEX",
-        "hoodie.metadata.global.record.level.index.enable": "true",
-        "hoodie.record.index.update.partition.path": "true",
+        **_index(table),
         "hoodie.table.timeline.timezone": "UTC",
-        # The record index is the only metadata index the jobs use; column and partition
-        # statistics would be rewritten on every small commit for no reader.
-        "hoodie.metadata.index.column.stats.enable": "false",
-        "hoodie.metadata.index.partition.stats.enable": "false",
         "hoodie.clean.commits.retained": str(settings.commits_retained),
         "hoodie.keep.min.commits": str(settings.commits_retained + 10),
         "hoodie.keep.max.commits": str(settings.commits_retained + 20),
-        "hoodie.metadata.record.index.min.filegroup.count": "1",
-        "hoodie.metadata.record.index.max.filegroup.count": "4",
         "hoodie.embed.timeline.server": "false",
         "hoodie.write.markers.type": "DIRECT",
         **_parallelism(settings.shuffle_partitions),

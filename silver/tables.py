@@ -32,11 +32,14 @@ UNIFIED_CUSTOMER_ORDERS = DerivedTable(
         Input(SALES_TRANSACTIONS, "sales", prune=("dt", "order_date"), affects="""
             SELECT order_id, line_item_id, dt AS order_date FROM changed"""),
         # A customer or product change reaches every line that references it, including
-        # lines held back until now for want of it.
-        Input(CUSTOMER_MASTER, "customers", affects="""
+        # lines held back until now for want of it; only changes of the attributes a line
+        # carries count (a new e-mail address or a price correction leaves lines as they were).
+        Input(CUSTOMER_MASTER, "customers", reads=("region", "country", "loyalty_tier"),
+              affects="""
             SELECT s.order_id, s.line_item_id, s.dt AS order_date FROM sales s
             JOIN changed c ON c.customer_id = s.customer_id"""),
-        Input(PRODUCT_CATALOG, "products", affects="""
+        Input(PRODUCT_CATALOG, "products", reads=("sku", "name", "category", "brand"),
+              affects="""
             SELECT s.order_id, s.line_item_id, s.dt AS order_date FROM sales s
             JOIN changed p ON p.product_id = s.product_id"""),
     ),

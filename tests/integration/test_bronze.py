@@ -20,7 +20,9 @@ from pyspark.sql import functions as F
 from bronze.job import BronzeError, BronzeJob, checkpoint_location
 from bronze.tables import BRONZE_TABLES, CUSTOMER_MASTER, SALES_TRANSACTIONS, WEB_CLICKSTREAMS
 from ingestion.workload import OltpWorkload
-from lakehouse import verify
+from lakehouse import catalog, verify
+from lakehouse.settings import ConfigurationError
+from lakehouse.tables import hudi_options
 
 CDC_TABLES = [table for table in BRONZE_TABLES if table.envelope == "debezium"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +47,8 @@ def run_workload(db, steps: int, seed: int, bad_share: float = 0.0) -> Counter:
     workload = OltpWorkload(db, seed, bad_share)
     done = Counter(workload.step() for _ in range(steps))
     # Edge cases the random mix may not hit: a key changed three times in one transaction,
-    # deleted and re-inserted, and a customer moving country (partition) and back.
+    # deleted and re-inserted, a customer moving country (partition) and back, and a line
+    # re-dated to the day before (the bucket index leaves old copies unless deleted).
     with db.transaction():
         db.execute("UPDATE retail.sales_transactions SET status = 'shipped' WHERE order_id = 1")
         db.execute("UPDATE retail.sales_transactions SET quantity = quantity + 1 WHERE order_id = 1")
@@ -60,6 +63,8 @@ def run_workload(db, steps: int, seed: int, bad_share: float = 0.0) -> Counter:
                    " WHERE customer_id = 5")
         db.execute("UPDATE retail.customer_master SET country = 'BR', region = 'latin_america'"
                    " WHERE customer_id = 5")
+    db.execute("UPDATE retail.sales_transactions SET transaction_ts = transaction_ts - interval '1 day'"
+               " WHERE order_id = 3")
     return done
 
 
@@ -77,6 +82,25 @@ def test_bronze_tables_are_in_the_catalog_of_a_fresh_process(services, spark, db
         cwd=ROOT, env=_cli_env(services), capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert str(expected) in [line.strip("| ") for line in result.stdout.splitlines()], result.stdout
+
+
+def test_a_table_written_with_the_record_index_by_an_earlier_release_must_be_rebuilt(services, spark):
+    settings = dataclasses.replace(services, warehouse=f"{services.warehouse}/earlier-release")
+    earlier = dataclasses.replace(CUSTOMER_MASTER, partitioning=dataclasses.replace(
+        CUSTOMER_MASTER.partitioning, moves_unseen=True))
+    row = spark.createDataFrame([(1, "GB", 10, False)],
+                                "customer_id long, country string, _source_lsn long, "
+                                "_hoodie_is_deleted boolean")
+    row.write.format("hudi").options(**hudi_options(earlier, settings)).mode("append").save(
+        CUSTOMER_MASTER.path(settings))
+    with pytest.raises(ConfigurationError) as refused:
+        catalog.register(spark, settings, [CUSTOMER_MASTER])
+    assert str(refused.value) == (
+        f"bronze.hudi_customer_master_bronze was written with Hudi's record index by an earlier "
+        f"release of this project and is now written with the bucket index, which cannot take "
+        f"over its files. Rebuild it: stop the pipeline, delete {CUSTOMER_MASTER.path(settings)} "
+        f"and its checkpoint {checkpoint_location(settings, CUSTOMER_MASTER)}, and run again "
+        f"(`make clean` starts the whole demo over).")
 
 
 def test_mor_log_files_are_compacted(services, spark, db):

@@ -70,6 +70,21 @@ def test_delete_lands_the_before_image_as_a_delete(spark):
     assert row.birth_date == date(1969, 11, 6)
 
 
+def test_an_update_that_changes_the_partition_deletes_the_copy_in_the_old_one(spark):
+    moved = dict(SALE, transaction_ts="2026-06-03T08:00:00Z")
+    rows, bad = landed(spark, SALES_TRANSACTIONS, envelope("u", SALE, moved, lsn=42))
+    assert bad == []
+    assert sorted((r.dt, r._hoodie_is_deleted, r._source_lsn) for r in rows) == [
+        ("2026-06-01", True, 42), ("2026-06-03", False, 42)]
+    rows, _ = landed(spark, CUSTOMER_MASTER, envelope("u", CUSTOMER, dict(CUSTOMER, country="FR")))
+    assert sorted((r.country, r._hoodie_is_deleted) for r in rows) == [("FR", False), ("GB", True)]
+
+
+def test_an_update_within_its_partition_is_one_row(spark):
+    rows, _ = landed(spark, CUSTOMER_MASTER, envelope("u", CUSTOMER, dict(CUSTOMER, city="York")))
+    assert [(r.city, r._hoodie_is_deleted) for r in rows] == [("York", False)]
+
+
 def test_product_price_is_exact(spark):
     (row,), _ = landed(spark, PRODUCT_CATALOG, envelope("c", after=PRODUCT))
     assert row.unit_price == Decimal("1234567890.12") and row.active is True

@@ -1,0 +1,108 @@
+"""A scheduled `lakehouse run` after a burst of source changes, timed as its caller waits.
+
+Starting from one pass over everything the sources hold (which builds every table), the
+simulator runs its mix at the demo's proportions until it has written `changes` transactions
+to Postgres (new orders, status changes, price corrections, customer moves, deletes ...)
+and four events per transaction to the two event topics; once Debezium has published them,
+`lakehouse run` runs as its own process, JVM start included, and its output says where the
+time went: the Bronze drain, each Silver and Gold table, and the rest (starting Python and
+the JVM, the catalog, the quality results commit).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+from benchmarks.bronze import BENCH_SEED, BenchmarkError
+from ingestion.database import connect
+from ingestion.simulate import SimulationPlan, simulate
+from ingestion.topics import messages_in, source_topics
+from lakehouse.settings import Settings
+
+TRANSACTIONS_PER_SECOND = 20
+EVENTS_PER_TRANSACTION = 4  # as in `make up`: 5 transactions and 20 events a second
+
+TABLE_LINE = re.compile(r"^(hudi_\w+)\s+(incremental|full refresh|no new input).*?([\d.]+) s\)?$")
+DRAINED = re.compile(r"^bronze: drained in ([\d.]+) s")
+
+
+def _lakehouse_run(settings: Settings) -> dict:
+    began = time.monotonic()
+    done = subprocess.run([sys.executable, "-m", "lakehouse.cli", "run"], capture_output=True,
+                          text=True, env=os.environ | settings.environment())
+    seconds = time.monotonic() - began
+    if done.returncode:
+        raise BenchmarkError(f"lakehouse run failed ({done.returncode}): {done.stderr[-2000:]}")
+    tables, bronze = {}, 0.0
+    for line in done.stdout.splitlines():
+        if found := DRAINED.match(line):
+            bronze = float(found[1])
+        elif found := TABLE_LINE.match(line):
+            tables[found[1]] = {"mode": found[2], "seconds": float(found[3])}
+    derived = sum(t["seconds"] for t in tables.values())
+    return {"seconds": round(seconds, 1), "bronze_seconds": bronze, "tables": tables,
+            "other_seconds": round(seconds - bronze - derived, 1)}
+
+
+def _wait_for_capture(settings: Settings, quiet_seconds: float = 5.0, timeout: float = 300) -> int:
+    """Waits until Debezium has published for `quiet_seconds` nothing new; returns the
+    messages the source topics hold."""
+    began, last, since = time.monotonic(), -1, time.monotonic()
+    while time.monotonic() - since < quiet_seconds:
+        if time.monotonic() - began > timeout:
+            raise BenchmarkError("Debezium kept publishing for 5 minutes: is the demo's simulator "
+                                 "running (`make down` first)?")
+        now = sum(messages_in(settings, topic) for topic in source_topics())
+        if now != last:
+            last, since = now, time.monotonic()
+        time.sleep(0.5)
+    return last
+
+
+def _simulate(settings: Settings, transactions: int) -> dict[str, int]:
+    plan = SimulationPlan(TRANSACTIONS_PER_SECOND, TRANSACTIONS_PER_SECOND * EVENTS_PER_TRANSACTION,
+                          transactions / TRANSACTIONS_PER_SECOND, BENCH_SEED)
+    return dict(simulate(settings, plan, report=lambda line: None))
+
+
+def measure(settings: Settings, changes: int, report=print) -> dict:
+    with connect(settings) as conn:
+        lines = conn.execute("SELECT count(*) FROM retail.sales_transactions").fetchone()[0]
+    report(f"run: starting state, a minute of workload and one pass over the sources "
+           f"({lines:,} sales lines)")
+    _simulate(settings, TRANSACTIONS_PER_SECOND * 60)
+    _wait_for_capture(settings)
+    first = _lakehouse_run(settings)
+    report(f"  first pass {first['seconds']} s")
+    before = _wait_for_capture(settings)
+    operations = _simulate(settings, changes)
+    events = _wait_for_capture(settings) - before
+    report(f"  {operations} -> {events} messages")
+    incremental = _lakehouse_run(settings)
+    report(f"  lakehouse run {incremental['seconds']} s: Bronze {incremental['bronze_seconds']} s, "
+           f"other {incremental['other_seconds']} s, " + ", ".join(
+               f"{name} {t['seconds']} s" for name, t in incremental["tables"].items()))
+    return {"sales_lines": lines, "transactions": changes, "operations": operations,
+            "change_events": events, "first_pass": first, "incremental": incremental}
+
+
+def markdown(results: dict) -> str:
+    run = results["incremental"]
+    lines = [f"# `lakehouse run` after {results['transactions']} source transactions "
+             f"({results['machine']['date']})", "",
+             "Machine and versions: " + ", ".join(f"{k} {v}" for k, v in results["machine"].items()
+                                                  if k != "date"), "",
+             f"Source: {results['sales_lines']:,} sales lines. The simulator's mix "
+             f"({', '.join(f'{k} {v}' for k, v in sorted(results['operations'].items()))}) made "
+             f"{results['change_events']:,} messages in the source topics. The first pass (everything Kafka held, "
+             f"every table built) took {results['first_pass']['seconds']} s.", "",
+             "| part of the incremental `lakehouse run` | seconds |", "|---|---:|",
+             f"| **whole run, process start to exit** | **{run['seconds']}** |",
+             f"| Bronze drain (five topics) | {run['bronze_seconds']} |"]
+    lines += [f"| {name} ({t['mode']}) | {t['seconds']} |" for name, t in run["tables"].items()]
+    lines.append(f"| the rest: Python and JVM start, catalog, quality results | {run['other_seconds']} |")
+    return "\n".join(lines) + "\n"
