@@ -46,8 +46,8 @@ class Table:
     # latest write is the truth even when a value (say, a group's newest timestamp) shrinks.
     merge_mode: str = "EVENT_TIME_ORDERING"
     # File groups per partition of the bucket index: a table's rows are hashed by key into
-    # this many files of each partition, fixed when the table is created (README: running
-    # at scale says how to size it).
+    # this many files of each partition, fixed when the table is created (README, "Adding a
+    # Bronze table", says how to size it).
     buckets: int = 1
 
     def __post_init__(self):

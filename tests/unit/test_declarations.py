@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from bronze.tables import BRONZE_TABLES, SALES_TRANSACTIONS, bronze_table
+from bronze.tables import BRONZE_TABLES, INVENTORY_UPDATES, SALES_TRANSACTIONS, bronze_table
 from gold.tables import DAILY_SALES
 from ingestion.topics import source_topics
 from lakehouse.catalog import declared_tables, derived_tables
@@ -35,6 +35,17 @@ def test_hudi_options_follow_the_declaration(settings):
     quarantine = hudi_options(SALES_TRANSACTIONS.quarantine, settings)
     assert quarantine["hoodie.datasource.write.table.type"] == "COPY_ON_WRITE"
     assert "hoodie.table.cdc.enabled" not in quarantine
+
+
+def test_tables_use_the_bucket_index_unless_their_keys_move_unseen(settings):
+    sales = hudi_options(SALES_TRANSACTIONS, settings)
+    assert (sales["hoodie.index.type"], sales["hoodie.bucket.index.num.buckets"]) == ("BUCKET", "1")
+    assert sales["hoodie.metadata.enable"] == "false"
+    inventory = hudi_options(INVENTORY_UPDATES, settings)
+    assert inventory["hoodie.index.type"] == "RECORD_INDEX"
+    assert "hoodie.metadata.enable" not in inventory
+    with pytest.raises(ValueError, match="buckets must be at least 1, got 0"):
+        dataclasses.replace(SALES_TRANSACTIONS, buckets=0)
 
 
 def test_derived_tables_are_copy_on_write_and_the_latest_recomputation_wins(settings):
