@@ -23,6 +23,7 @@ from pathlib import Path
 import pyspark
 
 from benchmarks import bronze, commits, derived, run, serving
+from benchmarks.report import header
 from infra import stack
 from ingestion.seed import SeedSize, seed
 from lakehouse import demo, spark
@@ -45,9 +46,7 @@ def machine() -> dict:
 
 def bronze_markdown(results: dict) -> str:
     throughput, latency = results["throughput"], results["latency"]
-    lines = [f"# Bronze ingestion benchmark ({results['machine']['date']})", "",
-             "Machine and versions: " + ", ".join(f"{k} {v}" for k, v in results["machine"].items()
-                                                  if k != "date"), "",
+    lines = [*header("Bronze ingestion benchmark", results),
              "| bulk change (one transaction) | events | capture s | capture events/s "
              "| landing s | landing events/s |", "|---|---:|---:|---:|---:|---:|"]
     for p in throughput["phases"]:
@@ -72,9 +71,7 @@ def bronze_markdown(results: dict) -> str:
 
 
 def derived_markdown(results: dict) -> str:
-    lines = [f"# Silver and Gold benchmark ({results['machine']['date']})", "",
-             "Machine and versions: " + ", ".join(f"{k} {v}" for k, v in results["machine"].items()
-                                                  if k != "date"), "",
+    lines = [*header("Silver and Gold benchmark", results),
              f"One incremental pass over every Silver and Gold table after "
              f"{results['change_share']:.0%} of the sales lines changed (the most recent ones, "
              f"one status step each), against `--full-refresh` of the same inputs:", "",

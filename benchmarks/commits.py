@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from benchmarks.report import header
 from bronze.tables import SALES_TRANSACTIONS
 from lakehouse.settings import Settings
 from lakehouse.tables import Table, hudi_options
@@ -107,9 +108,7 @@ def measure(spark: SparkSession, settings: Settings, base_rows: int, commits: in
 
 
 def markdown(results: dict) -> str:
-    lines = [f"# Fixed cost of a small Hudi commit ({results['machine']['date']})", "",
-             "Machine and versions: " + ", ".join(f"{k} {v}" for k, v in results["machine"].items()
-                                                  if k != "date"), "",
+    lines = [*header("Fixed cost of a small Hudi commit", results),
              f"{results['rows_per_commit']} changed rows of recent days upserted into a table "
              f"holding {results['base_rows']:,} rows over {DAYS} daily partitions; seconds per "
              f"commit (`df.write` to done), over {results['results'][0]['commits']} commits after "

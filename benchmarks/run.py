@@ -18,6 +18,7 @@ import sys
 import time
 
 from benchmarks.bronze import BENCH_SEED, BenchmarkError
+from benchmarks.report import header
 from ingestion.database import connect
 from ingestion.simulate import SimulationPlan, simulate
 from ingestion.topics import messages_in, source_topics
@@ -92,10 +93,7 @@ def measure(settings: Settings, changes: int, report=print) -> dict:
 
 def markdown(results: dict) -> str:
     run = results["incremental"]
-    lines = [f"# `lakehouse run` after {results['transactions']} source transactions "
-             f"({results['machine']['date']})", "",
-             "Machine and versions: " + ", ".join(f"{k} {v}" for k, v in results["machine"].items()
-                                                  if k != "date"), "",
+    lines = [*header(f"`lakehouse run` after {results['transactions']} source transactions", results),
              f"Source: {results['sales_lines']:,} sales lines. The simulator's mix "
              f"({', '.join(f'{k} {v}' for k, v in sorted(results['operations'].items()))}) made "
              f"{results['change_events']:,} messages in the source topics. The first pass (everything Kafka held, "

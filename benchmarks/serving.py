@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from benchmarks.queries import GOLD_QUERIES
+from benchmarks.report import header
 from infra.native.thrift import NativeThriftServer
 from lakehouse.settings import Settings
 from serving import fastpath, jdbc
@@ -85,9 +86,7 @@ def measure(settings: Settings, runs: int, cold_jvm_runs: int, report=print) -> 
 
 
 def markdown(results: dict) -> str:
-    lines = [f"# Query latency over Gold ({results['machine']['date']})", "",
-             "Machine and versions: " + ", ".join(f"{k} {v}" for k, v in results["machine"].items()
-                                                  if k != "date"), "",
+    lines = [*header("Query latency over Gold", results),
              f"Gold built from the benchmark's largest source ({results['daily_sales_rows']:,} rows "
              f"in hudi_daily_sales_gold). Seconds per question, end to end as the user waits:", "",
              "| path | query | runs | p50 s | p95 s | max s |", "|---|---|---:|---:|---:|---:|"]
