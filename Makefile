@@ -59,7 +59,7 @@ test: install env ## unit and integration tests (starts the native services when
 test-unit: install ## unit tests only (no services)
 	$(VENV)/bin/pytest -q tests/unit
 
-bench: install env ## measure Bronze throughput and latency, Silver/Gold incremental vs full (stop the demo first; ~40 min); writes benchmarks/results/
+bench: install env ## measure a scheduled run, commit cost, Gold freshness under the demo, Bronze, Silver/Gold incremental vs full, queries (stop the demo first; ~1 h); writes benchmarks/results/
 	$(PYTHON) -m benchmarks
 
 chaos: install env ## fault matrix: kill -9 each service and job 6 times under a live workload, then check every table (stop the demo first; ~20 min); writes benchmarks/results/chaos.*

@@ -5,7 +5,8 @@ with a warehouse of its own under .lake/bench. The demo's workers must not run m
 they would compete for the same cores and write to the same source tables. Parts, in order:
 `run` (a scheduled `lakehouse run` after 400 source transactions, on the source as the
 10,000-line seed leaves it when it starts from empty), `commits` (the fixed cost of a small
-Hudi commit, lever by lever), `bronze`, `derived` (which grows the source tables to its
+Hudi commit, lever by lever), `freshness` (the demo's workers running, how long a sale
+takes from Postgres to Gold), `bronze`, `derived` (which grows the source tables to its
 largest size, 1,000,000 sales lines by default, and leaves them so: `make clean` starts
 over) and `serving` (the three read paths over the Gold the derived part built).
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pyspark
 
-from benchmarks import bronze, commits, derived, run, serving
+from benchmarks import bronze, commits, derived, freshness, run, serving
 from benchmarks.report import header
 from infra import stack
 from ingestion.seed import SeedSize, seed
@@ -31,7 +32,7 @@ from lakehouse import settings as settings_module
 from lakehouse.settings import read_versions
 
 RESULTS = Path(__file__).resolve().parent / "results"
-PARTS = ("run", "commits", "bronze", "derived", "serving")
+PARTS = ("run", "commits", "freshness", "bronze", "derived", "serving")
 
 
 def machine() -> dict:
@@ -121,7 +122,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit-base-rows", type=int, default=100_000,
                         help="rows in the table the small commits go to")
     parser.add_argument("--commits", type=int, default=12, help="small commits per variant")
-    parser.add_argument("--changes", type=int, default=200_000,
+    parser.add_argument("--probes", type=int, default=24,
+                        help="sales written while the demo runs, each timed to Gold")
+    parser.add_argument("--probe-spacing", type=float, default=10,
+                        help="average seconds between two probes")
+    parser.add_argument("--changes", type=int, default=100_000,
                         help="rows of each bulk change in the throughput run")
     parser.add_argument("--duration", type=float, default=180, help="seconds of live workload")
     parser.add_argument("--rate", type=float, default=50, help="Postgres transactions/s")
@@ -161,6 +166,10 @@ def main(argv: list[str] | None = None) -> int:
             results = {"machine": machine(),
                        **commits.measure(session, bench, args.commit_base_rows, args.commits)}
             _write("commits", results, commits.markdown(results))
+        if args.only in (None, "freshness"):
+            results = {"machine": machine(),
+                       **freshness.measure(session, bench, args.probes, args.probe_spacing)}
+            _write("freshness", results, freshness.markdown(results))
         if args.only in (None, "bronze"):
             results = {"machine": machine(),
                        "throughput": bronze.throughput(session, bench, args.changes),

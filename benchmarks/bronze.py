@@ -38,7 +38,7 @@ from ingestion.topics import messages_in
 from lakehouse.settings import Settings
 
 BENCH_SEED = 99
-COMPLETED_INSTANT = re.compile(r"(\d{17})_(\d{17})\.(deltacommit|commit)")
+COMPLETED_INSTANT = re.compile(r"(\d{17})_(\d{17})\.(deltacommit|commit|replacecommit)")
 
 
 class BenchmarkError(RuntimeError):

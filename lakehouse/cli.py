@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import threading
 import time
 
 from lakehouse import settings as settings_module
@@ -189,8 +188,15 @@ def _run(args, settings):
 
 
 def _run_continuously(args, settings) -> int:
-    """Bronze streams in the background while Silver and Gold catch up on an interval, all
-    in one Spark application, so the demo needs one JVM rather than one per layer."""
+    """Bronze streams in a process of its own while this one brings Silver and Gold up to
+    date in passes, a pass starting every --interval s (at once when the last took longer).
+
+    Two JVMs rather than one: within one Spark application a Silver or Gold job holds the
+    cores until it ends, so the streams' micro-batches (and everything downstream of them)
+    waited behind it. The Bronze process is this one's child, in its process group: stopping
+    or killing the group stops both, and this one stops when Bronze does."""
+    import signal
+    import subprocess
     from contextlib import ExitStack
 
     from lakehouse.incremental import IncrementalError, Runner
@@ -198,42 +204,40 @@ def _run_continuously(args, settings) -> int:
     from lakehouse.quality import QualityGateFailed
 
     with ExitStack() as locks:
-        for layer in ("bronze", "silver", "gold"):
+        for layer in ("silver", "gold"):
             locks.enter_context(exclusive_writer(settings, layer))
-        args.table = None
-        job = _bronze_job(args, settings)
-        failure: list[BaseException] = []
-
-        def stream() -> None:
-            try:
-                job.run_continuously(args.trigger_seconds)
-            except BaseException as error:  # noqa: BLE001 - reported by the main thread
-                failure.append(error)
-
-        bronze = threading.Thread(target=stream, name="bronze", daemon=True)
-        bronze.start()
-        print(f"run: Bronze streaming every {args.trigger_seconds} s, Silver and Gold every "
-              f"{args.interval} s (Ctrl-C stops)", flush=True)
-        runner = Runner(job.spark, settings)
+        bronze = subprocess.Popen([sys.executable, "-m", "lakehouse.cli", "bronze", "--continuous",
+                                   "--trigger-seconds", str(args.trigger_seconds)])
+        # A SIGTERM to this process alone (not its group) must not leave Bronze running.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        print(f"run: Bronze streaming every {args.trigger_seconds} s (process {bronze.pid}), "
+              f"Silver and Gold every {args.interval} s (Ctrl-C stops)", flush=True)
         try:
-            while bronze.is_alive():
-                time.sleep(args.interval)
+            runner = Runner(_spark(settings, "silver-gold"), settings)
+            args.table = None
+            while bronze.poll() is None:
+                began = time.monotonic()
                 for table in _derived_tables(args, None):
                     try:
                         print(runner.run(table).line(), flush=True)
                     except IncrementalError as waiting:
-                        # Bronze has not landed this input yet: the next round tries again.
+                        # Bronze has not landed this input yet: the next pass tries again.
                         print(f"{table.name:<40} waiting: {waiting}", flush=True)
                     except QualityGateFailed as blocked:
                         # Nothing was committed; the table stays blocked, the others go on,
-                        # and each round retries it until the rows are fixed at the source.
+                        # and each pass retries it until the rows are fixed at the source.
                         print(f"{table.name:<40} blocked: {blocked}", flush=True)
                 runner.record_results()
+                time.sleep(max(0.0, args.interval - (time.monotonic() - began)))
         except KeyboardInterrupt:
-            for query in job.spark.streams.active:
-                query.stop()
-        if failure:
-            raise failure[0]
+            pass
+        finally:
+            if bronze.poll() is None:
+                bronze.terminate()
+                bronze.wait()
+        if bronze.returncode not in (0, -15):
+            raise RuntimeError(f"the Bronze streams stopped (exit {bronze.returncode}); their "
+                               f"error is printed above")
     return 0
 
 
@@ -339,11 +343,13 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--full-refresh", action="store_true",
                      help="rebuild Silver and Gold from whole snapshots")
     run.add_argument("--continuous", action="store_true",
-                     help="keep going: Bronze streams, Silver and Gold run every --interval s")
+                     help="keep going: Bronze streams (in a process of its own), Silver and Gold "
+                          "passes start every --interval s")
     run.add_argument("--trigger-seconds", type=int, default=None,
                      help="Bronze micro-batch interval (default BRONZE_TRIGGER_SECONDS)")
-    run.add_argument("--interval", type=int, default=60,
-                     help="seconds between Silver and Gold passes with --continuous")
+    run.add_argument("--interval", type=int, default=10,
+                     help="seconds between the starts of two Silver and Gold passes with "
+                          "--continuous")
     run.set_defaults(handler=_run)
     commands.add_parser("docs", help="serve the Great Expectations Data Docs site on "
                                      "QUALITY_DOCS_PORT").set_defaults(handler=_docs)

@@ -2,8 +2,9 @@
 
 The demo's long-running workers run in the background under the same supervision as the
 native services (pid files in `.lake/run`, logs in `.lake/logs`, stopped by `make down`):
-the workload simulator, the pipeline, where Bronze streams and Silver and Gold follow
-every 30 s (its Spark UI is on http://localhost:4040), and the web server of the quality
+the workload simulator, the pipeline (`lakehouse run --continuous`: the Bronze streams in a
+process of their own, and Silver and Gold passes starting every 10 s; their two Spark UIs
+are on http://localhost:4040 and 4041), and the web server of the quality
 gates' Data Docs (http://localhost:8085 by default, QUALITY_DOCS_PORT).
 """
 
@@ -20,7 +21,7 @@ from lakehouse.settings import Settings
 WORKERS = {
     "simulator": ["simulate", "--duration", "0", "--rate", "5", "--event-rate", "20",
                   "--bad-rows", "0.02", "--bad-events", "0.01"],
-    "pipeline": ["run", "--continuous", "--interval", "30"],
+    "pipeline": ["run", "--continuous", "--interval", "10"],
     "docs": ["docs"],
 }
 

@@ -93,7 +93,7 @@ def kill_all(pids: list[int], timeout: float = 30) -> None:
         time.sleep(0.1)
 
 
-def _group_alive(pgid: int) -> bool:
+def group_alive(pgid: int) -> bool:
     """Whether a live (not zombie) process of process group `pgid` remains."""
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -135,17 +135,22 @@ class BackgroundProcess:
         self.pid_file.write_text(str(process.pid))
 
     def stop(self, timeout: float = 30) -> None:
+        """Stops the process and the children it started (its process group), returning
+        when none of them runs."""
         pid = self.pid
         if pid is None:
             self.pid_file.unlink(missing_ok=True)
             return
         os.killpg(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and self.running():
+        while time.monotonic() < deadline and (self.running() or group_alive(pid)):
             time.sleep(0.2)
-        if self.running():
-            os.killpg(pid, signal.SIGKILL)
-            while self.running():
+        if self.running() or group_alive(pid):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            while self.running() or group_alive(pid):
                 time.sleep(0.1)
         self.pid_file.unlink(missing_ok=True)
 
@@ -155,6 +160,6 @@ class BackgroundProcess:
         pid = self.pid
         if pid is not None:
             os.killpg(pid, signal.SIGKILL)
-            while self.running() or _group_alive(pid):
+            while self.running() or group_alive(pid):
                 time.sleep(0.1)
         self.pid_file.unlink(missing_ok=True)

@@ -9,17 +9,19 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 
 from kafka import KafkaProducer
 
 from gold.tables import DAILY_SALES
+from infra.native.process import BackgroundProcess, group_alive, tail
 from ingestion.events import EventStreams, encode
 from ingestion.topics import CLICKSTREAM_TOPIC
 from lakehouse import domain, verify
 from lakehouse.catalog import derived_tables, exists
 from lakehouse.incremental import Runner, RunReport, snapshot, utc_now
+from serving import fastpath
 from silver.tables import CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
 from tests.integration.test_bronze import _cli_env, drain_until_equal, run_workload
 
@@ -205,3 +207,45 @@ def test_kill_minus_nine_during_a_silver_write_neither_loses_nor_double_counts(s
     reports = run_all(spark, services)
     assert reports[UNIFIED_CUSTOMER_ORDERS.name] == "incremental"
     assert_equals_full_rebuild(spark, services)
+
+
+def test_the_continuous_pipeline_brings_a_sale_to_gold_and_stops_with_its_bronze_process(
+        services, spark, db, tmp_path):
+    """`make up`'s pipeline worker: Bronze streams in a child process while Silver and Gold
+    follow in passes; a sale written meanwhile reaches Gold, and stopping the worker stops
+    both processes."""
+    drain_until_equal(spark, services, db)
+    run_all(spark, services)
+    day = date(2002, 3, 4)  # a day of its own: its Gold row exists because of this sale only
+    order_id = db.execute("SELECT max(order_id) + 1 FROM retail.sales_transactions").fetchone()[0]
+    pipeline = BackgroundProcess("pipeline", tmp_path, tmp_path)
+    pipeline.start([sys.executable, "-m", "lakehouse.cli", "run", "--continuous", "--interval", "5",
+                    "--trigger-seconds", "3"], env=services.environment())
+    leader = pipeline.pid
+    try:
+        db.execute("INSERT INTO retail.sales_transactions (order_id, line_item_id, customer_id,"
+                   " product_id, quantity, unit_price, discount, channel, status, transaction_ts,"
+                   " updated_ts) VALUES (%s, 1, (SELECT min(customer_id) FROM retail.customer_master),"
+                   " (SELECT min(product_id) FROM retail.product_catalog), 2, 10.00, 0, 'web',"
+                   " 'completed', %s, now())",
+                   (order_id, datetime(day.year, day.month, day.day, 12, tzinfo=timezone.utc)))
+        deadline = time.monotonic() + 300
+        while not (units := _units_sold_on(services, day)):
+            assert pipeline.running(), f"the pipeline stopped:\n{tail(pipeline.log)}"
+            assert time.monotonic() < deadline, f"no Gold row for {day} in 300 s:\n{tail(pipeline.log)}"
+            time.sleep(2)
+        assert units == [2]
+        assert "bronze: streaming every 3 s" in pipeline.log.read_text()
+    finally:
+        pipeline.stop(timeout=60)
+        db.execute("DELETE FROM retail.sales_transactions WHERE order_id = %s", (order_id,))
+    assert not group_alive(leader), "a process of the pipeline (its Bronze streams) outlived it"
+
+
+def _units_sold_on(settings, day: date) -> list[int]:
+    try:
+        found = fastpath.query(settings.warehouse, "SELECT units_sold FROM gold.hudi_daily_sales_gold"
+                                                   f" WHERE order_date = DATE '{day}'").table
+    except fastpath.QueryError:
+        return []  # a commit in flight while the table was opened; the next look sees it
+    return found.column("units_sold").to_pylist()

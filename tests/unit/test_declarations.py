@@ -7,10 +7,11 @@ import dataclasses
 import pytest
 
 from bronze.tables import BRONZE_TABLES, INVENTORY_UPDATES, SALES_TRANSACTIONS, bronze_table
-from gold.tables import DAILY_SALES
+from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
 from ingestion.topics import source_topics
 from lakehouse.catalog import declared_tables, derived_tables
 from lakehouse.tables import DerivedTable, Input, hudi_options
+from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 
 
 def test_every_source_topic_lands_in_exactly_one_bronze_table():
@@ -77,6 +78,12 @@ def test_derived_tables_run_after_the_tables_they_read():
                 assert order.index(source.table.name) < order.index(table.name)
 
 
+def test_a_pass_takes_a_sale_to_gold_before_it_turns_to_unrelated_tables():
+    order = [table.name for table in derived_tables()]
+    assert order[:2] == [UNIFIED_CUSTOMER_ORDERS.name, DAILY_SALES.name]
+    assert order.index(CUSTOMER_PROFILES.name) + 1 == order.index(CUSTOMER_SEGMENTS.name)
+
+
 def test_a_derived_table_must_read_inputs_that_keep_a_change_log():
     without_log = dataclasses.replace(SALES_TRANSACTIONS, change_log=False)
     with pytest.raises(ValueError, match="need change_log=True"):
@@ -91,8 +98,6 @@ def test_a_derived_table_names_an_existing_transform():
 
 
 def test_changes_resolve_to_the_key_and_the_columns_inputs_are_pruned_by():
-    from silver.tables import UNIFIED_CUSTOMER_ORDERS
-
     # A line's day is not part of its key, so its changes must name it; a daily group's is.
     assert UNIFIED_CUSTOMER_ORDERS.affected_columns == ("order_id", "line_item_id", "order_date")
     assert DAILY_SALES.affected_columns == DAILY_SALES.record_key
