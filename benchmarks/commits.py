@@ -8,7 +8,11 @@ reports the median and the slowest after the first two (which warm the JVM up). 
 switch one lever at a time against the options the project writes with:
 - the index: the global record index in the metadata table (what every table used before)
   against the bucket index with no metadata table;
-- cleaning planned after every commit (Hudi's default) against every tenth commit.
+- cleaning planned after every commit (Hudi's default) against every tenth commit;
+- Hudi's embedded timeline server with timeline-server-based markers (its defaults) against
+  the direct markers and no server the project writes with;
+- compaction planned over the partitions written since the last one (Hudi 1.2's incremental
+  table services, on by default) against planning over every partition.
 """
 
 from __future__ import annotations
@@ -64,12 +68,20 @@ def _with_record_index(table: Table) -> Table:
 
 # Cleaning is planned after every commit by Hudi's default; planning it every tenth commit
 # was measured too, and made no difference.
-VARIANTS: dict[str, Callable[[Table, Settings], dict[str, str]]] = {
+VARIANTS: dict[str, Callable[[Table, Settings], dict[str, str] | None]] = {
     "record index + metadata table (before)": lambda table, settings: hudi_options(
         _with_record_index(table), settings),
     "bucket index, no metadata table (kept)": hudi_options,
     "bucket index, no metadata table, clean every 10 commits": lambda table, settings: (
         hudi_options(table, settings) | {"hoodie.clean.trigger.max.commits": "10"}),
+    "bucket index, no metadata table, embedded timeline server and its markers": (
+        lambda table, settings: hudi_options(table, settings) | {
+            "hoodie.embed.timeline.server": "true",
+            "hoodie.write.markers.type": "TIMELINE_SERVER_BASED"}),
+    "bucket index, no metadata table, compaction planned over every partition": (
+        lambda table, settings: hudi_options(table, settings) | {
+            "hoodie.table.services.incremental.enabled": "false"}
+        if table.table_type == "MERGE_ON_READ" else None),
 }
 
 
@@ -94,6 +106,8 @@ def measure(spark: SparkSession, settings: Settings, base_rows: int, commits: in
     for layer, table in _tables(settings).items():
         for variant, options_for in VARIANTS.items():
             options = options_for(table, settings)
+            if options is None:  # the lever does not apply to this table type
+                continue
             seconds = _time_commits(spark, table, options, table.path(settings), base_rows, commits)
             steady = seconds[2:]
             result = {"layer": layer, "table_type": table.table_type, "variant": variant,

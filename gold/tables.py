@@ -6,6 +6,8 @@ lakehouse/incremental.py.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from lakehouse import quality as expect
 from lakehouse.tables import DerivedTable, Input, Partitioning
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
@@ -24,6 +26,9 @@ DAILY_SALES = DerivedTable(
     # before-image names the group it leaves, its after-image the one it joins.
     inputs=(Input(UNIFIED_CUSTOMER_ORDERS, "orders", prune=("order_date", "order_date")),),
     transform="daily_sales",
+    # The sales numbers people watch during the day: a sale should show here within a
+    # minute of its commit in Postgres while `make up` runs.
+    fresh_within=timedelta(minutes=1),
     expectations=(
         expect.between("total_sales_amount", 0, name="total_sales_amount >= 0"),
         expect.between("units_sold", 1, name="units_sold > 0"),

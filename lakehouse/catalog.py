@@ -38,6 +38,21 @@ def derived_tables() -> list[DerivedTable]:
     return ordered
 
 
+def continuous_pass(tables: list[DerivedTable] | None = None) -> list[DerivedTable]:
+    """One pass of the continuous pipeline over `tables` (all, in `derived_tables` order):
+    every table once, and the tables with a freshness target, with the derived tables they
+    read, again before each of the others. An urgent change then waits for one other
+    table's run instead of a whole pass, at the price of the others running less often."""
+    tables = derived_tables() if tables is None else tables
+    urgent = {t.name for t in tables if t.fresh_within}
+    for table in reversed(tables):  # readers come after their inputs
+        if table.name in urgent:
+            urgent |= {i.table.name for i in table.inputs if isinstance(i.table, DerivedTable)}
+    chain = [t for t in tables if t.name in urgent]
+    others = [t for t in tables if t.name not in urgent]
+    return [t for other in others for t in (*chain, other)] or chain
+
+
 def declared_tables() -> list[Table]:
     from bronze.tables import BRONZE_TABLES
 

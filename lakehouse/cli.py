@@ -189,7 +189,8 @@ def _run(args, settings):
 
 def _run_continuously(args, settings) -> int:
     """Bronze streams in a process of its own while this one brings Silver and Gold up to
-    date in passes, a pass starting every --interval s (at once when the last took longer).
+    date in passes, a pass starting every --interval s (at once when the last took longer);
+    a pass runs the tables with a freshness target between the others (catalog.continuous_pass).
 
     Two JVMs rather than one: within one Spark application a Silver or Gold job holds the
     cores until it ends, so the streams' micro-batches (and everything downstream of them)
@@ -199,6 +200,7 @@ def _run_continuously(args, settings) -> int:
     import subprocess
     from contextlib import ExitStack
 
+    from lakehouse.catalog import continuous_pass
     from lakehouse.incremental import IncrementalError, Runner
     from lakehouse.locks import exclusive_writer
     from lakehouse.quality import QualityGateFailed
@@ -214,10 +216,9 @@ def _run_continuously(args, settings) -> int:
               f"Silver and Gold every {args.interval} s (Ctrl-C stops)", flush=True)
         try:
             runner = Runner(_spark(settings, "silver-gold"), settings)
-            args.table = None
             while bronze.poll() is None:
                 began = time.monotonic()
-                for table in _derived_tables(args, None):
+                for table in continuous_pass():
                     try:
                         print(runner.run(table).line(), flush=True)
                     except IncrementalError as waiting:

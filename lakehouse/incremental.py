@@ -239,7 +239,8 @@ class Runner:
     @property
     def gate(self) -> quality.Gate:
         if self._gate is None:
-            self._gate = quality.Gate(self.spark, self.settings.quality_dir)
+            self._gate = quality.Gate(self.spark, self.settings.quality_dir,
+                                      self.settings.quality_in_memory_rows)
         return self._gate
 
     def _snapshots(self, table: DerivedTable) -> dict[str, DataFrame]:
@@ -392,7 +393,7 @@ class Runner:
                                            consumed[source.table.name], ends[source.table.name],
                                            columns, source.reads))
             try:
-                changes_read += changed.count()
+                count = changed.count()
             except Py4JJavaError as error:
                 # Seen after a writer died during inline compaction and its successor wrote
                 # on top of the pending compaction: Hudi 1.2's CDC reader fails on that
@@ -402,7 +403,11 @@ class Runner:
                     f"changes of input {source.table.name} in ({consumed[source.table.name]}, "
                     f"{ends[source.table.name]}] are unreadable ({cause}); rebuilt from full "
                     f"snapshots") from None
-            affected.append(affected_rows(self.spark, table, source, changed))
+            changes_read += count
+            found = affected_rows(self.spark, table, source, changed)
+            # A query joining other inputs would scan them whole only to join nothing; an
+            # always-false filter lets Spark drop the scan and keeps the columns.
+            affected.append(found if count else found.where(F.lit(False)))
         affected += self._due_for_recheck(table)
         return changes_read, cache(reduce(DataFrame.unionByName, affected).distinct())
 

@@ -208,18 +208,54 @@ class QualityGateFailed(RuntimeError):
     """A fail-tier rule broke; nothing was committed."""
 
 
+def _in_memory(batch: DataFrame):
+    """The batch as a pandas frame for GX's pandas engine. pandas turns an integer column
+    with nulls into floats, so a failing 3 would be reported as 3.0: such columns are kept
+    as Python integers and None."""
+    import pandas
+
+    frame = batch.toPandas()
+    for f in batch.schema:
+        if isinstance(f.dataType, T.IntegralType) and frame[f.name].dtype.kind == "f":
+            frame[f.name] = pandas.Series([None if v != v else int(v) for v in frame[f.name]],
+                                          index=frame.index, dtype=object)
+    return frame
+
+
+def _plain(value):
+    """`value` as Spark hands it to Python: the pandas engine reports numpy scalars, pandas
+    timestamps, and NaN or NaT for null, which createDataFrame and JSON reject or misread."""
+    if value != value:  # NaN and NaT are the values not equal to themselves
+        return None
+    if hasattr(value, "to_pydatetime"):
+        return value.to_pydatetime()
+    return value.item() if hasattr(value, "item") else value
+
+
+def _key_first(row: dict, keys: tuple[str, ...]) -> dict:
+    """A failing row as both engines then report it: its key, then the failing value."""
+    return {column: _plain(row[column])
+            for column in (*keys, *(c for c in row if c not in keys)) if column in row}
+
+
 class Gate:
-    """Validates batches through GX's Spark datasource, in a file-backed GX project whose
-    validation results feed the Data Docs site."""
+    """Validates batches with GX, in a file-backed GX project whose validation results feed
+    the Data Docs site.
+
+    A batch of at most `in_memory_rows` rows is collected and validated by GX's pandas
+    engine: its Spark engine runs about 40 Spark jobs per batch, some 2 s on two cores
+    whatever the batch's size, where pandas answers a few hundred rows in 0.15 s. Larger
+    batches stay in Spark, so nothing large is ever collected into the driver. Both engines
+    evaluate the same suite; tests/integration/test_quality.py holds them to the same verdict."""
 
     SITE = "retailmax"
 
-    def __init__(self, spark: SparkSession, quality_dir: Path):
+    def __init__(self, spark: SparkSession, quality_dir: Path, in_memory_rows: int):
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
         logging.getLogger("great_expectations").setLevel(logging.WARNING)
-        self.spark, self._gx, self._checkpoints = spark, gx, {}
+        self.spark, self._gx, self._suites, self._checkpoints = spark, gx, {}, {}
         self.context = gx.get_context(mode="file", project_root_dir=str(quality_dir))
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         self.context.variables.save()
@@ -232,41 +268,52 @@ class Gate:
             self.context.delete_data_docs_site("local_site")
         (self.context.update_data_docs_site if self.SITE in sites
          else self.context.add_data_docs_site)(self.SITE, site)
-        # persist=False: GX must not cache each batch DataFrame for the life of the session.
-        self.source = self.context.data_sources.add_or_update_spark(name="spark", persist=False)
-        self.quality_dir = quality_dir
+        self.sources = {
+            # persist=False: GX must not cache each batch DataFrame for the life of the session.
+            "spark": self.context.data_sources.add_or_update_spark(name="spark", persist=False),
+            "pandas": self.context.data_sources.add_or_update_pandas(name="pandas"),
+        }
+        self.quality_dir, self.in_memory_rows = quality_dir, in_memory_rows
 
-    def _checkpoint(self, name: str, rules: tuple[Rule, ...], keys: tuple[str, ...]):
-        if name not in self._checkpoints:
+    def _checkpoint(self, name: str, rules: tuple[Rule, ...], keys: tuple[str, ...], engine: str):
+        if (name, engine) not in self._checkpoints:
             gx, expectations = self._gx, self._gx.expectations
-            suite = self.context.suites.add_or_update(gx.ExpectationSuite(name=name, expectations=[
-                getattr(expectations, r.expectation)(**dict(r.arguments), meta={"rule": r.name, "tier": r.tier})
-                for r in rules]))
-            batches = self.source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe("batch")
+            if name not in self._suites:  # one suite for both engines
+                self._suites[name] = self.context.suites.add_or_update(gx.ExpectationSuite(
+                    name=name, expectations=[
+                        getattr(expectations, r.expectation)(**dict(r.arguments),
+                                                             meta={"rule": r.name, "tier": r.tier})
+                        for r in rules]))
+            suite = self._suites[name]
+            batches = (self.sources[engine].add_dataframe_asset(name=name)
+                       .add_batch_definition_whole_dataframe("batch"))
             validation = self.context.validation_definitions.add_or_update(
-                gx.ValidationDefinition(name=name, data=batches, suite=suite))
+                gx.ValidationDefinition(name=f"{name} ({engine})", data=batches, suite=suite))
             from great_expectations.checkpoint import UpdateDataDocsAction
-            self._checkpoints[name] = self.context.checkpoints.add_or_update(gx.Checkpoint(
-                name=name, validation_definitions=[validation],
+            self._checkpoints[name, engine] = self.context.checkpoints.add_or_update(gx.Checkpoint(
+                name=f"{name} ({engine})", validation_definitions=[validation],
                 actions=[UpdateDataDocsAction(name="data_docs", site_names=[self.SITE])],
                 # COMPLETE: every failing row's key, which quarantining needs; values are
                 # sampled (partial_unexpected_count) for messages and the results table.
                 result_format={"result_format": "COMPLETE", "partial_unexpected_count": SAMPLE_SIZE,
                                "unexpected_index_column_names": list(keys),
                                "return_unexpected_index_query": False}))
-        return self._checkpoints[name]
+        return self._checkpoints[name, engine]
 
     def validate(self, name: str, rules: tuple[Rule, ...], keys: tuple[str, ...],
-                 batch: DataFrame, now: datetime) -> Verdict:
+                 batch: DataFrame, now: datetime, engine: str | None = None) -> Verdict:
         """`now` is naive UTC, as Spark hands timestamps to Python (lakehouse/spark.py sets
-        the zone)."""
+        the zone); `engine` ("spark" or "pandas") overrides the choice by size."""
         missing = sorted({c for r in rules for c in r.columns} - set(batch.columns))
         if missing:
             raise ValueError(f"{name}: rules name columns {missing} that the table does not have "
                              f"(its columns: {', '.join(batch.columns)})")
         forget_old_runs(self.quality_dir, name)
-        result = self._checkpoint(name, rules, keys).run(
-            batch_parameters={"dataframe": batch}, expectation_parameters=expectation_parameters(rules, now))
+        rows = batch.count()
+        engine = engine or ("pandas" if rows <= self.in_memory_rows else "spark")
+        result = self._checkpoint(name, rules, keys, engine).run(
+            batch_parameters={"dataframe": _in_memory(batch) if engine == "pandas" else batch},
+            expectation_parameters=expectation_parameters(rules, now))
         by_name = {r.name: r for r in rules}
         outcomes = []
         for validation in result.run_results.values():
@@ -279,9 +326,9 @@ class Gate:
                 detail = found.result or {}
                 samples = (detail.get("partial_unexpected_list", [])[:SAMPLE_SIZE] if rule.row_level
                            else [detail.get("observed_value")])
+                failing = [_key_first(row, keys) for row in detail.get("unexpected_index_list") or []]
                 outcomes.append(Outcome(rule, bool(found.success), int(detail.get("unexpected_count") or 0),
-                                        samples, detail.get("unexpected_index_list") or []))
-        rows = batch.count()
+                                        [_plain(value) for value in samples], failing))
         return Verdict(rows, outcomes, self._quarantined(keys, batch.schema, outcomes))
 
     def _quarantined(self, keys: tuple[str, ...], schema: T.StructType,

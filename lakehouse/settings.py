@@ -106,6 +106,7 @@ class Settings:
     checkpoints: str = ""
     quality_dir: Path = Path(".lake/quality")
     docs_port: int = 8085
+    quality_in_memory_rows: int = 100_000
     shuffle_partitions: int = 4
     driver_memory: str = "4g"
     spark_ui: bool = True
@@ -153,6 +154,7 @@ class Settings:
             "KAFKA_BOOTSTRAP_SERVERS": self.kafka_bootstrap, "CONNECT_URL": self.connect_url,
             "LAKEHOUSE_WAREHOUSE": self.warehouse, "LAKEHOUSE_CHECKPOINTS": self.checkpoints,
             "LAKEHOUSE_QUALITY_DIR": str(self.quality_dir), "QUALITY_DOCS_PORT": str(self.docs_port),
+            "QUALITY_IN_MEMORY_ROWS": str(self.quality_in_memory_rows),
             "SPARK_SHUFFLE_PARTITIONS": str(self.shuffle_partitions),
             "SPARK_DRIVER_MEMORY": self.driver_memory, "SPARK_UI": str(self.spark_ui).lower(),
             "BRONZE_TRIGGER_SECONDS": str(self.bronze_trigger_seconds),
@@ -199,6 +201,8 @@ def load() -> Settings:
         # The Great Expectations project (suites, stored results) and its Data Docs site.
         quality_dir=Path(os.environ.get("LAKEHOUSE_QUALITY_DIR", state_dir / "quality")).resolve(),
         docs_port=_port("QUALITY_DOCS_PORT", 8085),
+        # Batches up to this many rows are validated in memory (GX's pandas engine).
+        quality_in_memory_rows=_positive("QUALITY_IN_MEMORY_ROWS", 100_000),
         shuffle_partitions=_positive("SPARK_SHUFFLE_PARTITIONS", 4),
         driver_memory=os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
         spark_ui=os.environ.get("SPARK_UI", "true").lower() in ("1", "true", "yes"),

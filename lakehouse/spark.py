@@ -65,6 +65,9 @@ def session_config(settings: Settings) -> dict[str, str]:
         # answer from commits it saw first, for hours in a notebook or the JDBC server; expiring
         # it after a second shows every query the table's latest commit.
         "spark.sql.metadataCacheTTLSeconds": "1",
+        # toPandas through Arrow: the quality gate collects small batches for GX's pandas
+        # engine, and notebooks collect results.
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
         **catalog_config(settings),
     }
 

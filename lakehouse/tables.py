@@ -8,6 +8,7 @@ retypes an options dict.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from lakehouse import quality
@@ -108,11 +109,16 @@ class DerivedTable(Table):
     reads each input by its alias and returns one row per record key.
 
     `expectations` are the quality rules (lakehouse/quality.py) every batch must meet before
-    it is promoted into the table; the key's rules are added to them."""
+    it is promoted into the table; the key's rules are added to them.
+
+    `fresh_within` is how far behind its sources the continuous pipeline keeps the table: it
+    and the derived tables it reads run again before each other table of a pass, so a change
+    waits for one other table's run, not for the whole pass (catalog.continuous_pass)."""
 
     inputs: tuple[Input, ...]
     transform: str
     expectations: tuple[quality.Rule, ...] = ()
+    fresh_within: timedelta | None = None
     table_type: str = "COPY_ON_WRITE"
     merge_mode: str = "COMMIT_TIME_ORDERING"
 

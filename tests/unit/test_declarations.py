@@ -9,7 +9,7 @@ import pytest
 from bronze.tables import BRONZE_TABLES, INVENTORY_UPDATES, SALES_TRANSACTIONS, bronze_table
 from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
 from ingestion.topics import source_topics
-from lakehouse.catalog import declared_tables, derived_tables
+from lakehouse.catalog import continuous_pass, declared_tables, derived_tables
 from lakehouse.tables import DerivedTable, Input, hudi_options
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 
@@ -82,6 +82,16 @@ def test_a_pass_takes_a_sale_to_gold_before_it_turns_to_unrelated_tables():
     order = [table.name for table in derived_tables()]
     assert order[:2] == [UNIFIED_CUSTOMER_ORDERS.name, DAILY_SALES.name]
     assert order.index(CUSTOMER_PROFILES.name) + 1 == order.index(CUSTOMER_SEGMENTS.name)
+
+
+def test_a_continuous_pass_runs_the_chain_to_a_table_with_a_freshness_target_between_the_others():
+    chain = [UNIFIED_CUSTOMER_ORDERS.name, DAILY_SALES.name]
+    names = [table.name for table in continuous_pass()]
+    others = [table.name for table in derived_tables() if table.name not in chain]
+    assert names == [name for other in others for name in (*chain, other)]
+    # With no target a pass is every table once, in order.
+    untimed = [dataclasses.replace(t, fresh_within=None) for t in derived_tables()]
+    assert continuous_pass(untimed) == untimed
 
 
 def test_a_derived_table_must_read_inputs_that_keep_a_change_log():

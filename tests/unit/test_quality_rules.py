@@ -4,6 +4,9 @@ mistakes a declaration can make, each refused with a message that says what to f
 from __future__ import annotations
 
 import dataclasses
+import json
+from datetime import datetime, timedelta
+from decimal import Decimal
 
 import pytest
 
@@ -75,3 +78,46 @@ def test_data_docs_keep_the_newest_runs_of_each_table(tmp_path):
     quality.forget_old_runs(tmp_path, "orders", keep=2)
     for root in ("gx/uncommitted/validations", "docs/validations"):
         assert sorted(p.name for p in (tmp_path / root / "orders" / "__none__").iterdir()) == starts[-2:]
+
+
+def _verdict(verdict: quality.Verdict) -> tuple:
+    """What a verdict tells a reader, in an order that does not depend on the engine."""
+    def text(values):
+        return sorted(json.dumps(v, default=str) for v in values)
+    return (verdict.rows,
+            [(o.rule.name, o.success, o.unexpected_count, text(o.failing_keys), text(o.samples))
+             for o in verdict.outcomes],
+            sorted(tuple(row) for row in verdict.quarantined.collect()))
+
+
+def test_the_in_memory_and_the_spark_engine_reach_the_same_verdict(spark, tmp_path):
+    """Small batches are validated by GX's pandas engine, large ones by its Spark engine: a
+    batch breaking every kind of rule, nulls included, must get one verdict from both."""
+    now = datetime(2026, 6, 1, 12)
+    columns = ("order_id long, line_item_id int, region string, sku string, quantity int, "
+               "unit_price decimal(12,2), discount decimal(12,2), line_total decimal(12,2), "
+               "status string, channel string, transaction_ts timestamp, last_updated_ts timestamp")
+    good = (1, 1, "EU", "SKU-1", 2, Decimal("10.00"), Decimal("0.00"), Decimal("20.00"),
+            "completed", "web", now - timedelta(hours=1), now - timedelta(days=2))
+    lines = [good,
+             (2, 1, None, "SKU-1", 2, *good[5:]),                    # customer not arrived
+             (3, 1, "EU", None, 0, *good[5:]),                       # no product, no quantity
+             (3, 2, "EU", "SKU-2", None, Decimal("-1.00"), Decimal("0.50"), Decimal("-2.50"),
+              "lost", "fax", now + timedelta(days=1), None),          # null quantity: not judged
+             (4, 1, "EU", "SKU-3", -3, *good[5:8], "completed", "web", None, good[11]),
+             (4, 1, "EU", "SKU-3", 1, *good[5:])]                    # duplicate key
+    profiles = [(1, "ann@example.com", Decimal("10.00"), now), (2, "not an address", None, now),
+                (3, None, Decimal("-5.00"), None)]
+    batches = [
+        (UNIFIED_CUSTOMER_ORDERS, spark.createDataFrame(lines, columns)),
+        (CUSTOMER_PROFILES, spark.createDataFrame(
+            profiles, "customer_id long, email string, lifetime_value decimal(12,2), "
+                      "last_updated_ts timestamp")),
+    ]
+    gate = quality.Gate(spark, tmp_path / "quality", in_memory_rows=1_000)
+    for table, batch in batches:
+        for rows in (batch, batch.limit(0)):
+            verdicts = [_verdict(gate.validate(table.name, table.rules, table.record_key, rows,
+                                               now, engine)) for engine in ("spark", "pandas")]
+            assert verdicts[0] == verdicts[1]
+        assert not all(success for _, success, *_ in verdicts[0][1])
