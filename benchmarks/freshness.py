@@ -1,14 +1,16 @@
 """How fresh Gold is while the demo runs: a sale written in Postgres, until Gold shows it.
 
 Every table is first brought up to date with what the sources hold (ten seconds of the
-demo's workload, then one Bronze drain and one pass, as a scheduled run would), so that what follows measures the steady state and not
-a catch-up. Then the demo's workers run as `make up` starts them (the simulator's live
-workload and the continuous pipeline), with the benchmark's warehouse. Once the pipeline
-has committed to Gold, probes are written to Postgres one by one, a few seconds apart, in
-the middle of that workload: each a completed sales line dated on a day of its own far in
-the past, so that exactly one `gold.hudi_daily_sales_gold` row (that day, category,
-region) exists because of it and no other change touches it. A probe's latency at each
-layer is the completion time of the Hudi commit that wrote its row there
+demo's workload, then one Bronze drain and one pass, as a scheduled run would), so that
+what follows is not a catch-up. Then the demo's workers run as `make up` starts them (the
+simulator's live workload and the continuous pipeline), with the benchmark's warehouse.
+Once the pipeline has committed to Gold twice (its first runs, in a fresh JVM and with the
+backlog of its start, are slower than the ones that follow: the transient of a restart,
+not the steady state the target is about), probes are written to Postgres one by one, a
+few seconds apart, in the middle of that workload: each a completed sales line dated on a
+day of its own far in the past, so that exactly one `gold.hudi_daily_sales_gold` row (that
+day, category, region) exists because of it and no other change touches it. A probe's
+latency at each layer is the completion time of the Hudi commit that wrote its row there
 (`_hoodie_commit_time` on the timeline) minus its commit time in Postgres (Debezium's
 `source.ts_ms`, kept in Bronze's `_source_ts`).
 
@@ -145,10 +147,10 @@ def measure(spark: SparkSession, settings: Settings, probes: int, spacing: float
         process.log.unlink(missing_ok=True)
         process.start([sys.executable, "-m", "lakehouse.cli", *demo.WORKERS[name]], env=environment)
     report(f"freshness: the demo's workers ({', '.join(workers)}) started; waiting for "
-           f"their first Gold commit")
+           f"their second Gold commit")
     try:
-        _wait_until(lambda: max(_completion_times(DAILY_SALES.path(settings))) > built, 600,
-                    "the pipeline's first commit to Gold", workers)
+        _wait_until(lambda: sum(t > built for t in _completion_times(DAILY_SALES.path(settings))) >= 2,
+                    900, "the pipeline's second commit to Gold", workers)
         since = datetime.now(timezone.utc)
         began = time.monotonic()
         _write_probes(settings, probes, spacing, report)

@@ -246,7 +246,7 @@ class Gate:
     engine: its Spark engine runs about 40 Spark jobs per batch, some 2 s on two cores
     whatever the batch's size, where pandas answers a few hundred rows in 0.15 s. Larger
     batches stay in Spark, so nothing large is ever collected into the driver. Both engines
-    evaluate the same suite; tests/integration/test_quality.py holds them to the same verdict."""
+    evaluate the same suite; tests/unit/test_quality_rules.py holds them to the same verdict."""
 
     SITE = "retailmax"
 
