@@ -28,6 +28,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
+from benchmarks.report import distribution
 from bronze.job import BronzeJob
 from bronze.tables import BRONZE_TABLES, SALES_TRANSACTIONS, WEB_CLICKSTREAMS, BronzeTable
 from infra.native.process import BackgroundProcess
@@ -138,11 +139,6 @@ def _completion_times(table_path: str) -> dict[str, datetime]:
     return times
 
 
-def _percentile(values: list[float], share: float) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[round(share * 100) - 1] \
-        if len(values) > 1 else values[0]
-
-
 def _samples(spark: SparkSession, settings: Settings, table: BronzeTable,
              since: datetime) -> list[tuple[float, float, float]]:
     """(total, waiting for a batch, writing it) in seconds, for each row changed since `since`."""
@@ -165,9 +161,8 @@ def _samples(spark: SparkSession, settings: Settings, table: BronzeTable,
 def _summary(samples: list[tuple[float, float, float]]) -> dict:
     if not samples:
         return {"rows": 0}
-    total, waiting, writing = (sorted(column) for column in zip(*samples))
-    return {"rows": len(total), "p50_seconds": round(_percentile(total, 0.50), 1),
-            "p95_seconds": round(_percentile(total, 0.95), 1), "max_seconds": round(total[-1], 1),
+    total, waiting, writing = zip(*samples)
+    return {"rows": len(total), **distribution(total),
             "median_wait_seconds": round(statistics.median(waiting), 1),
             "median_write_seconds": round(statistics.median(writing), 1)}
 

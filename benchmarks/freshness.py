@@ -30,8 +30,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from benchmarks.bronze import (BENCH_SEED, BRONZE_TABLES, WEB_CLICKSTREAMS, BenchmarkError,
-                               _completion_times, _percentile, _samples, _summary)
-from benchmarks.report import header
+                               _completion_times, _samples, _summary)
+from benchmarks.report import distribution, header
 from bronze.job import BronzeJob
 from bronze.tables import SALES_TRANSACTIONS
 from gold.tables import DAILY_SALES
@@ -123,12 +123,6 @@ def _probe_latencies(spark: SparkSession, settings: Settings) -> list[dict]:
     return results
 
 
-def _distribution(values: list[float]) -> dict:
-    ordered = sorted(values)
-    return {"p50_seconds": round(_percentile(ordered, 0.50), 1),
-            "p95_seconds": round(_percentile(ordered, 0.95), 1), "max_seconds": ordered[-1]}
-
-
 def measure(spark: SparkSession, settings: Settings, probes: int, spacing: float,
             report=print) -> dict:
     _remove_probes(settings)
@@ -164,7 +158,7 @@ def measure(spark: SparkSession, settings: Settings, probes: int, spacing: float
     latencies = _probe_latencies(spark, settings)
     if len(latencies) != probes:
         raise BenchmarkError(f"found {len(latencies)} of {probes} probes in all three layers")
-    summary = {layer: _distribution([p[layer] for p in latencies]) for layer in LAYERS}
+    summary = {layer: distribution([p[layer] for p in latencies]) for layer in LAYERS}
     report("  probes, Postgres commit -> " + "; ".join(
         f"{layer} p50 {s['p50_seconds']} s p95 {s['p95_seconds']} s" for layer, s in summary.items()))
     tables = [t for t in BRONZE_TABLES if t.envelope == "debezium"] + [WEB_CLICKSTREAMS]

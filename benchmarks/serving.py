@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from benchmarks.queries import GOLD_QUERIES
-from benchmarks.report import header
+from benchmarks.report import distribution, header
 from infra.native.thrift import NativeThriftServer
 from lakehouse.settings import Settings
 from serving import fastpath, jdbc
@@ -29,10 +28,7 @@ LAKEHOUSE = Path(sys.executable).parent / "lakehouse"
 
 
 def _summary(seconds: list[float]) -> dict:
-    ordered = sorted(seconds)
-    return {"runs": len(ordered), "p50_seconds": round(statistics.median(ordered), 3),
-            "p95_seconds": round(ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))], 3),
-            "max_seconds": round(ordered[-1], 3)}
+    return {"runs": len(seconds), **distribution(seconds, digits=3)}
 
 
 def _timed_command(settings: Settings, *arguments: str) -> float:
