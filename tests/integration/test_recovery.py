@@ -73,6 +73,7 @@ def test_a_bulk_load_streaming_when_connect_stops_reaches_kafka_and_bronze_whole
     first_order_id = db.execute("SELECT max(order_id) + 1000 FROM retail.sales_transactions").fetchone()[0]
     lines = topic_reader(cdc_topic("sales_transactions"))
     offsets = topic_reader(CONNECT_OFFSETS_TOPIC)
+    connect_stopped = False
     try:
         load(db, first_order_id)
         # Stop Connect once it has stored an offset inside the load's transaction: that
@@ -86,11 +87,13 @@ def test_a_bulk_load_streaming_when_connect_stops_reaches_kafka_and_bronze_whole
                 break
             assert time.monotonic() < deadline, f"no offset committed inside the load; {len(arrived)} lines arrived"
         stack.stop_service(services, "connect", crash=crash)
+        connect_stopped = True
         while events := _ours(lines.poll(1000), first_order_id):
             arrived |= {e["after"]["order_id"] for e in events}
         assert len(arrived) < BULK_LINES, "the load finished streaming before Connect stopped"
 
         stack.start_service(services, "connect")
+        connect_stopped = False
         assert connector.register(services) == "unchanged"
         deadline = time.monotonic() + 180
         while len(arrived) < BULK_LINES and time.monotonic() < deadline:
@@ -99,4 +102,6 @@ def test_a_bulk_load_streaming_when_connect_stops_reaches_kafka_and_bronze_whole
 
         drain_until_equal(spark, services, db, tables=(SALES_TRANSACTIONS,))
     finally:
+        if connect_stopped:  # a failed assertion must not leave the next tests without Connect
+            stack.start_service(services, "connect")
         db.execute("DELETE FROM retail.sales_transactions WHERE order_id >= %s", (first_order_id,))
