@@ -106,6 +106,8 @@ class Settings:
     checkpoints: str = ""
     quality_dir: Path = Path(".lake/quality")
     docs_port: int = 8085
+    dashboard_port: int = 8501
+    dashboard_refresh_seconds: int = 10
     quality_in_memory_rows: int = 100_000
     shuffle_partitions: int = 4
     driver_memory: str = "4g"
@@ -154,6 +156,8 @@ class Settings:
             "KAFKA_BOOTSTRAP_SERVERS": self.kafka_bootstrap, "CONNECT_URL": self.connect_url,
             "LAKEHOUSE_WAREHOUSE": self.warehouse, "LAKEHOUSE_CHECKPOINTS": self.checkpoints,
             "LAKEHOUSE_QUALITY_DIR": str(self.quality_dir), "QUALITY_DOCS_PORT": str(self.docs_port),
+            "DASHBOARD_PORT": str(self.dashboard_port),
+            "DASHBOARD_REFRESH_SECONDS": str(self.dashboard_refresh_seconds),
             "QUALITY_IN_MEMORY_ROWS": str(self.quality_in_memory_rows),
             "SPARK_SHUFFLE_PARTITIONS": str(self.shuffle_partitions),
             "SPARK_DRIVER_MEMORY": self.driver_memory, "SPARK_UI": str(self.spark_ui).lower(),
@@ -201,6 +205,8 @@ def load() -> Settings:
         # The Great Expectations project (suites, stored results) and its Data Docs site.
         quality_dir=Path(os.environ.get("LAKEHOUSE_QUALITY_DIR", state_dir / "quality")).resolve(),
         docs_port=_port("QUALITY_DOCS_PORT", 8085),
+        dashboard_port=_port("DASHBOARD_PORT", 8501),
+        dashboard_refresh_seconds=_positive("DASHBOARD_REFRESH_SECONDS", 10),
         # Batches up to this many rows are validated in memory (GX's pandas engine).
         quality_in_memory_rows=_positive("QUALITY_IN_MEMORY_ROWS", 100_000),
         shuffle_partitions=_positive("SPARK_SHUFFLE_PARTITIONS", 4),
