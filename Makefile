@@ -4,8 +4,9 @@ SHELL := /bin/bash
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 LAKEHOUSE := $(VENV)/bin/lakehouse
-# Debian packages the native mode needs: PostgreSQL server, a JDK for Kafka, Maven for jars.
-APT_PACKAGES := postgresql openjdk-17-jdk-headless maven
+# Debian packages the native mode needs: PostgreSQL server, a JDK for Kafka, Maven for jars,
+# and the browser (with its driver) in which the tests open the dashboard.
+APT_PACKAGES := postgresql openjdk-17-jdk-headless maven chromium chromium-driver
 
 .PHONY: help install env up services down status seed simulate notebooks test test-unit bench chaos clean
 

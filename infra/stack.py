@@ -45,10 +45,13 @@ def docker_engine_answers() -> bool:
 
 
 def _compose(settings: Settings, *arguments: str) -> None:
-    # The JDBC server's container mounts the warehouse at the path the catalog records.
+    # The JDBC server's container mounts the warehouse at the path the catalog records; the
+    # dashboard's, the state directory too.
     subprocess.run([*COMPOSE, *arguments], check=True,
                    env={**os.environ, "LAKEHOUSE_WAREHOUSE": settings.warehouse,
-                        "THRIFT_PORT": str(settings.thrift_port)})
+                        "LAKEHOUSE_STATE_DIR": str(settings.state_dir),
+                        "THRIFT_PORT": str(settings.thrift_port),
+                        "DASHBOARD_PORT": str(settings.dashboard_port)})
 
 
 def _mode_file(settings: Settings) -> Path:

@@ -22,8 +22,12 @@ def _services(args, settings):
     elif args.action == "down":
         stack.stop(settings)
     else:
+        from lakehouse import demo
+
         statuses = stack.status(settings)
         _print_status(statuses)
+        # The pages run with the demo only, so one that is not up fails no status check.
+        _print_status(demo.pages(settings))
         return 0 if all(s.healthy for s in statuses) else 1
     return 0
 
@@ -260,6 +264,12 @@ def _docs(args, settings):
     return 0
 
 
+def _dashboard(args, settings):
+    from dashboard import server
+
+    return server.serve(settings)
+
+
 def _sql(args, settings):
     session = _spark(settings, "sql")
     session.sql(args.query).show(args.limit, truncate=False)
@@ -354,6 +364,8 @@ def parser() -> argparse.ArgumentParser:
     run.set_defaults(handler=_run)
     commands.add_parser("docs", help="serve the Great Expectations Data Docs site on "
                                      "QUALITY_DOCS_PORT").set_defaults(handler=_docs)
+    commands.add_parser("dashboard", help="serve the dashboard of Gold and pipeline health on "
+                                          "DASHBOARD_PORT").set_defaults(handler=_dashboard)
 
     sql = commands.add_parser("sql", help="run a Spark SQL query over the catalog and print it")
     sql.add_argument("query")

@@ -5,7 +5,8 @@ native services (pid files in `.lake/run`, logs in `.lake/logs`, stopped by `mak
 the workload simulator, the pipeline (`lakehouse run --continuous`: the Bronze streams in a
 process of their own, and Silver and Gold passes starting every 10 s; their two Spark UIs
 are on http://localhost:4040 and 4041), and the web server of the quality
-gates' Data Docs (http://localhost:8085 by default, QUALITY_DOCS_PORT).
+gates' Data Docs (http://localhost:8085 by default, QUALITY_DOCS_PORT) and the dashboard
+(http://localhost:8501, DASHBOARD_PORT).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 import time
 
 from infra import stack
-from infra.native.process import BackgroundProcess
+from infra.native.process import BackgroundProcess, port_open
 from ingestion.seed import SeedSize, seed
 from lakehouse.settings import Settings
 
@@ -23,7 +24,26 @@ WORKERS = {
                   "--bad-rows", "0.02", "--bad-events", "0.01"],
     "pipeline": ["run", "--continuous", "--interval", "10"],
     "docs": ["docs"],
+    "dashboard": ["dashboard"],
 }
+# Workers that Docker Compose runs as services of its own in docker mode.
+COMPOSE_SERVICES = {"dashboard"}
+
+
+# The pipeline's two Spark UIs (Bronze streams, Silver and Gold passes) take these in the
+# order their JVMs start; the scheduler's UI is on DESIGN.md's port.
+SPARK_UI_PORTS = (4040, 4041)
+SCHEDULER_PORT = 3000
+
+
+def pages(settings: Settings) -> list[stack.ServiceStatus]:
+    """The pages users open beside the services, each healthy while something answers."""
+    found = [("dashboard", settings.dashboard_port, "Gold and pipeline health"),
+             ("data docs", settings.docs_port, "results of the quality gates"),
+             *(("spark ui", port, "a Spark job of the pipeline") for port in SPARK_UI_PORTS),
+             ("scheduler", SCHEDULER_PORT, "the scheduler's UI")]
+    return [stack.ServiceStatus(name, f"http://localhost:{port}/", port_open("127.0.0.1", port), detail)
+            for name, port, detail in found]
 
 
 def worker(settings: Settings, name: str) -> BackgroundProcess:
@@ -36,11 +56,14 @@ def up(settings: Settings, mode: str = "auto", report=print) -> None:
     counts = seed(settings, SeedSize.for_lines(10_000))
     report("seed: tables already hold data" if counts is None else f"seed: {counts}")
     for name, arguments in WORKERS.items():
+        if mode == "docker" and name in COMPOSE_SERVICES:
+            continue
         process = worker(settings, name)
         if not process.running():
             process.start([sys.executable, "-m", "lakehouse.cli", *arguments])
         report(f"{name:<9} running (log {process.log})")
-    report(f"demo up ({mode} mode) in {time.monotonic() - began:.1f} s; Data Docs on "
+    report(f"demo up ({mode} mode) in {time.monotonic() - began:.1f} s; dashboard on "
+           f"http://localhost:{settings.dashboard_port}/, Data Docs on "
            f"http://localhost:{settings.docs_port}/")
     for s in stack.status(settings):
         report(f"  {s.name:<9} {'healthy' if s.healthy else 'DOWN':<8} {s.address} {s.detail}")

@@ -49,18 +49,26 @@ def history(warehouse: str, qualified_name: str) -> list[Commit]:
     if not timeline_dir.is_dir():
         raise QueryError(f"unknown table {qualified_name}: no Hudi table at {path} (tables: "
                          f"{', '.join(existing_tables(warehouse)) or 'none yet'})")
-    completed_at = {}
-    for instant_file in timeline_dir.iterdir():
-        times, _, action = instant_file.name.partition(".")
-        requested, _, completed = times.partition("_")
-        if completed and "." not in action:
-            completed_at[(requested, action)] = completed
+    completed_at = completed_instants(path)
     timeline = HudiTable(path).get_timeline()
     instants = (timeline.get_completed_commits() + timeline.get_completed_deltacommits()
                 + timeline.get_completed_replacecommits())
     commits = [_commit(timeline, instant, completed_at.get((instant.timestamp, instant.action), ""))
                for instant in instants]
     return sorted(commits, key=lambda c: (c.completed, c.requested))
+
+
+def completed_instants(path: str) -> dict[tuple[str, str], str]:
+    """(requested time, action) to completion time, for every completed instant on the
+    active timeline of the local table at `path`, read from the file names alone."""
+    completed_at = {}
+    timeline_dir = Path(path, ".hoodie", "timeline")
+    for instant_file in timeline_dir.iterdir() if timeline_dir.is_dir() else ():
+        times, _, action = instant_file.name.partition(".")
+        requested, _, completed = times.partition("_")
+        if completed and "." not in action:
+            completed_at[(requested, action)] = completed
+    return completed_at
 
 
 def _commit(timeline, instant, completed: str) -> Commit:

@@ -28,7 +28,7 @@ def test_compose_images_are_the_pinned_versions():
 
 
 def test_compose_publishes_the_native_ports():
-    ports = {name: svc["ports"][0] for name, svc in COMPOSE["services"].items()}
+    ports = {name: svc["ports"][0] for name, svc in COMPOSE["services"].items() if "ports" in svc}
     assert ports == {"postgres": "5432:5432", "kafka": "9092:9092", "connect": "8083:8083",
                      "thrift": "127.0.0.1:${THRIFT_PORT:-10000}:10000"}
     native = (ROOT / "infra/config/kafka-server.properties").read_text()
@@ -41,13 +41,18 @@ def test_every_service_has_a_health_check_and_state_on_named_volumes():
     assert set(COMPOSE["volumes"]) == {"postgres-data", "kafka-data"}
 
 
-def test_the_jdbc_server_image_runs_the_native_mode_module_on_the_settings_it_reads():
-    thrift = COMPOSE["services"]["thrift"]
+def test_the_project_image_runs_the_native_mode_commands_on_the_settings_they_read():
+    thrift, dashboard = COMPOSE["services"]["thrift"], COMPOSE["services"]["dashboard"]
     assert thrift["command"] == ["python", "-m", "serving.jdbc"]
+    assert dashboard["command"] == ["python", "-m", "lakehouse.cli", "dashboard"]
+    assert dashboard["image"] == thrift["image"]
     assert (ROOT / thrift["build"]["dockerfile"]).exists()
+    from lakehouse.demo import COMPOSE_SERVICES
     from lakehouse.settings import SECRET_VARIABLES, load
 
-    assert set(thrift["environment"]) <= set(load().environment()) | set(SECRET_VARIABLES)
+    assert COMPOSE_SERVICES <= set(COMPOSE["services"])
+    for service in (thrift, dashboard):
+        assert set(service["environment"]) <= set(load().environment()) | set(SECRET_VARIABLES)
 
 
 def test_connect_provides_every_variable_the_connector_refers_to():

@@ -1,0 +1,233 @@
+"""What each panel of the dashboard shows, as pure functions of small frames.
+
+Nothing here reads a table, a clock or a service: `sources.py` does the reading and the
+pages pass its frames in, so every number on the page is computed by a function tested on
+a handful of rows (tests/unit/test_dashboard.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+
+import pandas as pd
+
+# Gold's daily sales by (order_date, product_category, region), as sources.daily_sales reads it.
+SALES_COLUMNS = ("order_date", "product_category", "region", "total_sales_amount",
+                 "total_orders", "units_sold", "line_count")
+WEEK = 7
+# Days in the longest range charted day by day.
+MAX_DAILY_BARS = 92
+
+
+@dataclass(frozen=True)
+class SalesFilter:
+    """The business view's filter: an inclusive date range, and regions and categories
+    (empty means all)."""
+
+    start: date
+    end: date
+    regions: tuple[str, ...] = ()
+    categories: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.start > self.end:
+            raise ValueError(f"the date range starts ({self.start}) after it ends ({self.end})")
+
+
+@dataclass(frozen=True)
+class Totals:
+    sales: Decimal
+    units: int
+    lines: int
+
+
+def default_filter(daily_sales: pd.DataFrame, today: date) -> SalesFilter:
+    """Every day with sales (today alone, before any)."""
+    return SalesFilter(start=min(daily_sales["order_date"], default=today),
+                       end=max(daily_sales["order_date"], default=today))
+
+
+def filter_from_params(params: Mapping[str, str], default: SalesFilter) -> tuple[SalesFilter, str | None]:
+    """The filter a link's query string names (`start`, `end`: ISO dates; `region`,
+    `category`: comma-separated), the default for what it leaves out, and what was wrong
+    with it, if anything (the default is used instead)."""
+    try:
+        start = date.fromisoformat(params["start"]) if params.get("start") else default.start
+        end = date.fromisoformat(params["end"]) if params.get("end") else default.end
+        return SalesFilter(start, end, _listed(params.get("region")), _listed(params.get("category"))), None
+    except ValueError as error:
+        return default, f"the link's filter was ignored: {error}"
+
+
+def filter_params(sales_filter: SalesFilter) -> dict[str, str]:
+    """The query string of `filter_from_params` for this filter."""
+    params = {"start": sales_filter.start.isoformat(), "end": sales_filter.end.isoformat()}
+    if sales_filter.regions:
+        params["region"] = ",".join(sales_filter.regions)
+    if sales_filter.categories:
+        params["category"] = ",".join(sales_filter.categories)
+    return params
+
+
+def _listed(value: str | None) -> tuple[str, ...]:
+    return tuple(v.strip() for v in (value or "").split(",") if v.strip())
+
+
+def select_sales(daily_sales: pd.DataFrame, sales_filter: SalesFilter,
+                 dates: bool = True) -> pd.DataFrame:
+    """The groups in the filter's regions and categories (and dates, unless `dates` is
+    false: today's totals look at their own days)."""
+    keep = pd.Series(True, index=daily_sales.index)
+    if dates:
+        keep &= daily_sales["order_date"].between(sales_filter.start, sales_filter.end)
+    if sales_filter.regions:
+        keep &= daily_sales["region"].isin(sales_filter.regions)
+    if sales_filter.categories:
+        keep &= daily_sales["product_category"].isin(sales_filter.categories)
+    return daily_sales[keep]
+
+
+def totals(sales: pd.DataFrame) -> Totals:
+    """Sales amount, units and order lines over the groups given: all three add up across
+    groups (orders do not: one order's lines may fall in several categories)."""
+    return Totals(sales=sum(sales["total_sales_amount"], Decimal("0.00")),
+                  units=int(sales["units_sold"].sum()), lines=int(sales["line_count"].sum()))
+
+
+def grain(sales_filter: SalesFilter) -> str:
+    """Days for a range of up to three months, months beyond: a chart keeps readable bars."""
+    return "day" if (sales_filter.end - sales_filter.start).days < MAX_DAILY_BARS else "month"
+
+
+def sales_over_time(sales: pd.DataFrame, by: str, period: str = "day") -> pd.DataFrame:
+    """Sales amount per day or month (rows: every period of the range, a month named by its
+    first day) and per value of `by` (columns), in floats for the chart; a period without
+    sales shows as 0, not as a gap."""
+    if sales.empty:
+        return pd.DataFrame(dtype=float)
+    days = pd.to_datetime(sales["order_date"])
+    when = days.dt.to_period("M").dt.start_time if period == "month" else days
+    frequency = "MS" if period == "month" else "D"
+    periods = pd.date_range(when.min(), when.max(), freq=frequency)
+    amounts = sales.assign(period=when, amount=sales["total_sales_amount"].astype(float))
+    table = amounts.pivot_table(index="period", columns=by, values="amount", aggfunc="sum")
+    table = table.reindex(periods, fill_value=0.0).fillna(0.0)
+    table.index = table.index.date
+    return table.rename_axis(index=period, columns=by)
+
+
+def today_against_last_week(sales: pd.DataFrame, today: date) -> tuple[Totals, Totals]:
+    """Today's totals, and the average day of the WEEK days before it (rounded to cents and
+    whole units), over the groups given."""
+    week = sales[sales["order_date"].between(today - timedelta(days=WEEK), today - timedelta(days=1))]
+    week_totals = totals(week)
+    average = Totals(sales=(week_totals.sales / WEEK).quantize(Decimal("0.01")),
+                     units=round(week_totals.units / WEEK), lines=round(week_totals.lines / WEEK))
+    return totals(sales[sales["order_date"] == today]), average
+
+
+def segment_counts(segments: pd.DataFrame, regions: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Customers per segment, most first, from (segment, region, customers) rows."""
+    if regions:
+        segments = segments[segments["region"].isin(regions)]
+    counts = segments.groupby("segment", as_index=False)["customers"].sum()
+    return counts.sort_values(["customers", "segment"], ascending=[False, True], ignore_index=True)
+
+
+def top_products_query(sales_filter: SalesFilter, limit: int = 10) -> str:
+    """SQL over Silver's order lines (Gold has no product grain) for the products that sold
+    most in the filter, by the same rule as Gold's daily sales: completed lines only."""
+    conditions = ["status = 'completed'",
+                  f"order_date BETWEEN DATE '{sales_filter.start}' AND DATE '{sales_filter.end}'"]
+    for column, values in (("region", sales_filter.regions),
+                           ("product_category", sales_filter.categories)):
+        if values:
+            conditions.append(f"{column} IN ({', '.join(_literal(v) for v in values)})")
+    return (f"SELECT product_id, product_name, product_category, "
+            f"sum(line_total) AS total_sales_amount, sum(quantity) AS units_sold "
+            f"FROM silver.hudi_unified_customer_orders_silver "
+            f"WHERE {' AND '.join(conditions)} "
+            f"GROUP BY product_id, product_name, product_category "
+            f"ORDER BY total_sales_amount DESC, product_id LIMIT {int(limit)}")
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+# The pipeline view.
+
+@dataclass(frozen=True)
+class TableState:
+    """One table as its timeline and its input (Kafka or upstream tables) show it."""
+
+    layer: str
+    name: str
+    last_commit: datetime | None
+    # When the oldest change this table has not taken yet reached its input (a Kafka
+    # message's timestamp, an input table's commit); None when it has taken every change.
+    oldest_waiting: datetime | None = None
+    waiting: int | None = None  # Bronze: messages in Kafka past its checkpoint
+    lag_known: bool = True  # false when the input could not be asked (Kafka down)
+
+
+def freshness(states: list[TableState], now: datetime) -> pd.DataFrame:
+    """Per table: its last commit, how long ago, and its lag behind its source: how long
+    the oldest change it has not taken yet has waited (0 when it has taken all)."""
+    rows = [{"layer": s.layer, "table": s.name, "last commit (UTC)": s.last_commit,
+             "seconds since commit": _seconds(now, s.last_commit),
+             "lag behind source (s)": (_seconds(now, s.oldest_waiting) if s.oldest_waiting
+                                       else 0.0 if s.lag_known else None),
+             "messages waiting": s.waiting}
+            for s in states]
+    return pd.DataFrame(rows, columns=["layer", "table", "last commit (UTC)", "seconds since commit",
+                                       "lag behind source (s)", "messages waiting"])
+
+
+def _seconds(now: datetime, then: datetime | None) -> float | None:
+    return None if then is None else round(max((now - then).total_seconds(), 0.0), 1)
+
+
+def first_pass(states: list[TableState]) -> dict[str, tuple[int, int]]:
+    """Per layer, how many of its tables have committed, of how many: what the first pass
+    has done so far."""
+    done: dict[str, tuple[int, int]] = {}
+    for state in states:
+        committed, declared = done.get(state.layer, (0, 0))
+        done[state.layer] = (committed + (state.last_commit is not None), declared + 1)
+    return done
+
+
+def throughput(commits: pd.DataFrame, now: datetime, minutes: int = 30) -> pd.DataFrame:
+    """Rows landed per minute and table over the last `minutes`, from Bronze's delta commits
+    (table, completed, rows_written); a minute without commits shows as 0."""
+    since = (now - timedelta(minutes=minutes - 1)).replace(second=0, microsecond=0)
+    recent = commits[commits["completed"] >= since]
+    minutes_index = pd.date_range(since, now.replace(second=0, microsecond=0), freq="min")
+    if recent.empty:
+        return pd.DataFrame(index=minutes_index.rename("minute"), dtype=float)
+    per_minute = recent.assign(minute=recent["completed"].dt.floor("min")).pivot_table(
+        index="minute", columns="table", values="rows_written", aggfunc="sum")
+    return per_minute.reindex(minutes_index, fill_value=0).fillna(0).rename_axis(index="minute")
+
+
+def latest_failures(results: pd.DataFrame, limit: int = 20) -> pd.DataFrame:
+    """The rules whose latest validation failed, newest first, with that validation's
+    unexpected count and sample: a rule that failed once and passed since is not listed."""
+    latest = (results.sort_values("validated_at", ascending=False)
+              .drop_duplicates(["table_name", "rule"]))
+    failing = latest[~latest["success"].astype(bool)]
+    return failing[["validated_at", "table_name", "rule", "tier", "unexpected_count",
+                    "sample_values"]].head(limit).reset_index(drop=True)
+
+
+def quarantine_counts(counts: pd.DataFrame) -> pd.DataFrame:
+    """Rows per quarantine table and status (held back waiting for a missing input row, or
+    quarantined), from (table, status, rows); the tables with most rows first."""
+    table = counts.pivot_table(index="table", columns="status", values="rows", aggfunc="sum",
+                               fill_value=0)
+    table["total"] = table.sum(axis=1)
+    return table.sort_values(["total"], ascending=False).reset_index()
