@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -23,9 +22,8 @@ def command(settings: Settings) -> list[str]:
             "--browser.gatherUsageStats", "false", "--theme.base", "light"]
 
 
-def serve(settings: Settings) -> int:
+def serve(settings: Settings) -> None:
+    """Becomes the Streamlit server (exec), so that a signal to this process reaches it."""
     print(f"dashboard on http://localhost:{settings.dashboard_port}/ (Ctrl-C stops)", flush=True)
-    try:
-        return subprocess.run(command(settings), env={**os.environ, **settings.environment()}).returncode
-    except KeyboardInterrupt:
-        return 0
+    arguments = command(settings)
+    os.execve(arguments[0], arguments, {**os.environ, **settings.environment()})

@@ -15,6 +15,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
+import psycopg
+import requests
 from hudi import HudiTable
 
 from bronze.job import checkpoint_location
@@ -222,7 +224,12 @@ def _consumed(settings: Settings, table: DerivedTable) -> dict[str, str] | None:
 
 
 def services(settings: Settings) -> list[stack.ServiceStatus]:
-    return stack.status(settings)
+    try:
+        return stack.status(settings)
+    except (psycopg.Error, requests.RequestException) as error:
+        # A service answers on its port but refuses the question (a changed password...).
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise Unavailable(f"the services' status cannot be read: {reason}") from None
 
 
 def pages(settings: Settings) -> list[stack.ServiceStatus]:

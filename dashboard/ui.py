@@ -80,13 +80,13 @@ def pages() -> list:
     return sources.pages(settings())
 
 
-def read(reader, *args) -> pd.DataFrame | list | dict | None:
+def read(reader, *args, show=st.info) -> pd.DataFrame | list | None:
     """The reader's answer, or None after showing why it has none (a table not written
     yet, a service down) in one line where the panel would be."""
     try:
         return reader(*args)
     except sources.Unavailable as error:
-        st.info(str(error))
+        show(str(error))
         return None
 
 
@@ -97,7 +97,7 @@ def pipeline_running() -> bool:
 def services_strip() -> None:
     """One warning per service that is down, and one if the continuous pipeline is not
     running: what a user should fix first, instead of a panel's stack trace."""
-    for service in services():
+    for service in read(services, show=st.warning) or ():
         if not service.healthy:
             detail = f": {service.detail}" if service.detail else ""
             st.warning(f"**{service.name}** is down ({service.address}){detail}. "

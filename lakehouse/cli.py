@@ -267,7 +267,7 @@ def _docs(args, settings):
 def _dashboard(args, settings):
     from dashboard import server
 
-    return server.serve(settings)
+    server.serve(settings)
 
 
 def _sql(args, settings):

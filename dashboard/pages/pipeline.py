@@ -63,9 +63,10 @@ def pipeline_panels() -> None:
     left, right = st.columns(2)
     with left:
         st.subheader("Services")
-        st.dataframe([{"service": s.name, "healthy": s.healthy, "address": s.address,
-                       "detail": s.detail} for s in ui.services()],
-                     hide_index=True, width="stretch")
+        statuses = ui.read(ui.services)
+        if statuses is not None:
+            st.dataframe([{"service": s.name, "healthy": s.healthy, "address": s.address,
+                           "detail": s.detail} for s in statuses], hide_index=True, width="stretch")
     with right:
         st.subheader("Other pages")
         for page in ui.pages():

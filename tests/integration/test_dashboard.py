@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 import pytest
 import requests
 from selenium import webdriver
+from selenium.common.exceptions import TimeoutException
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -81,8 +82,12 @@ def dashboard(env: dict[str, str], port: int):
             time.sleep(0.5)
         yield f"http://localhost:{port}"
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        process.terminate()  # `lakehouse dashboard` execs Streamlit, so this reaches it
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:  # a browser session can hold Streamlit's shutdown
+            process.kill()
+            process.wait()
 
 
 def metrics(driver) -> dict[str, str]:
@@ -96,7 +101,11 @@ def metrics(driver) -> dict[str, str]:
 
 def open_and_wait(driver, url: str, ready) -> None:
     driver.get(url)
-    WebDriverWait(driver, PAGE_TIMEOUT, poll_frequency=0.5).until(lambda d: ready(d))
+    try:
+        WebDriverWait(driver, PAGE_TIMEOUT, poll_frequency=0.5).until(lambda d: ready(d))
+    except TimeoutException:
+        pytest.fail(f"{url} was not ready within {PAGE_TIMEOUT} s; the page shows:\n"
+                    f"{driver.find_element(By.TAG_NAME, 'body').text}")
 
 
 def charts(driver) -> int:
