@@ -8,7 +8,7 @@ LAKEHOUSE := $(VENV)/bin/lakehouse
 # and the browser (with its driver) in which the tests open the dashboard.
 APT_PACKAGES := postgresql openjdk-17-jdk-headless maven chromium chromium-driver
 
-.PHONY: help install env up services down status seed simulate notebooks test test-unit bench chaos clean
+.PHONY: help install env up services down status seed simulate notebooks scheduler test test-unit bench chaos clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -39,7 +39,10 @@ services: install env ## start Postgres, Kafka, Kafka Connect + Debezium (connec
 up: install env ## the whole demo: services, seed data, live workload
 	$(LAKEHOUSE) up
 
-down: ## stop everything `make up` or `make services` started
+scheduler: services ## the scheduled mode: Dagster's UI on http://localhost:3000 and its daemon, running every table hourly
+	$(LAKEHOUSE) scheduler up
+
+down: ## stop everything `make up`, `make services` or `make scheduler` started
 	@if [ -x $(LAKEHOUSE) ]; then $(LAKEHOUSE) down; fi
 
 status: ## health of every service and of the Debezium connector
@@ -60,7 +63,7 @@ test: install env ## unit and integration tests (starts the native services when
 test-unit: install ## unit tests only (no services)
 	$(VENV)/bin/pytest -q tests/unit
 
-bench: install env ## measure a scheduled run, commit cost, Gold freshness under the demo, Bronze, Silver/Gold incremental vs full, queries (stop the demo first; ~1 h); writes benchmarks/results/
+bench: install env ## measure a scheduled run, the scheduler's overhead, commit cost, Gold freshness under the demo, Bronze, Silver/Gold incremental vs full, queries (stop the demo first; ~1 h); writes benchmarks/results/
 	$(PYTHON) -m benchmarks
 
 chaos: install env ## fault matrix: kill -9 each service and job 6 times under a live workload, then check every table (stop the demo first; ~20 min); writes benchmarks/results/chaos.*

@@ -4,7 +4,8 @@ Runs against the real services (started natively if none answer, stopped again a
 with a warehouse of its own under .lake/bench. The demo's workers must not run meanwhile:
 they would compete for the same cores and write to the same source tables. Parts, in order:
 `run` (a scheduled `lakehouse run` after 400 source transactions, on the source as the
-10,000-line seed leaves it when it starts from empty), `commits` (the fixed cost of a small
+10,000-line seed leaves it when it starts from empty), `scheduler` (what running each table
+as a Dagster asset adds to its command), `commits` (the fixed cost of a small
 Hudi commit, lever by lever), `freshness` (the demo's workers running, how long a sale
 takes from Postgres to Gold), `bronze`, `derived` (which grows the source tables to its
 largest size, 1,000,000 sales lines by default, and leaves them so: `make clean` starts
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pyspark
 
-from benchmarks import bronze, commits, derived, freshness, run, serving
+from benchmarks import bronze, commits, derived, freshness, run, scheduler, serving
 from benchmarks.report import header
 from infra import stack
 from ingestion.seed import SeedSize, seed
@@ -32,7 +33,7 @@ from lakehouse import settings as settings_module
 from lakehouse.settings import read_versions
 
 RESULTS = Path(__file__).resolve().parent / "results"
-PARTS = ("run", "commits", "freshness", "bronze", "derived", "serving")
+PARTS = ("run", "scheduler", "commits", "freshness", "bronze", "derived", "serving")
 
 
 def machine() -> dict:
@@ -119,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="sales lines to seed when the source tables are empty")
     parser.add_argument("--run-changes", type=int, default=400,
                         help="source transactions before the timed `lakehouse run`")
+    parser.add_argument("--scheduler-runs", type=int, default=2,
+                        help="runs of each table's command, directly and as a Dagster asset")
     parser.add_argument("--commit-base-rows", type=int, default=100_000,
                         help="rows in the table the small commits go to")
     parser.add_argument("--commits", type=int, default=12, help="small commits per variant")
@@ -161,6 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in (None, "run"):
             results = {"machine": machine(), **run.measure(bench, args.run_changes)}
             _write("run", results, run.markdown(results))
+        if args.only in (None, "scheduler"):
+            results = {"machine": machine(),
+                       **scheduler.measure(bench, args.scheduler_runs, args.run_changes)}
+            _write("scheduler", results, scheduler.markdown(results))
         session = spark.session(bench, "bench")
         if args.only in (None, "commits"):
             results = {"machine": machine(),

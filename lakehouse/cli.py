@@ -10,6 +10,12 @@ import time
 from lakehouse import settings as settings_module
 from lakehouse.settings import ConfigurationError
 
+# Exit statuses a scheduler can act on: retrying helps after a failure (1: a service
+# restarting) or a busy writer (4), never after a misconfiguration (2) or a fail-tier
+# quality breach (3), which need a person.
+EXIT_FAILURE, EXIT_CONFIGURATION, EXIT_QUALITY_GATE, EXIT_WRITER_BUSY = 1, 2, 3, 4
+JSON_HELP = "print one JSON object per table (what a scheduler reads) instead of a text line"
+
 
 def _services(args, settings):
     from infra import stack
@@ -46,7 +52,9 @@ def _up(args, settings):
 
 def _down(args, settings):
     from lakehouse import demo
+    from orchestration import service
 
+    service.stop(settings)
     demo.down(settings)
     return 0
 
@@ -125,10 +133,15 @@ def _bronze_job(args, settings):
     return BronzeJob(_spark(settings, "bronze"), settings, tables)
 
 
-def _print_landed(counts) -> None:
+def _print_landed(counts, as_json: bool = False) -> None:
     for name, c in counts.items():
-        print(f"{name:<34} {c.messages:>9} messages  {c.rows:>9} rows  "
-              f"{c.quarantined:>6} quarantined  {c.batches:>3} batches  {c.seconds:6.1f} s")
+        if as_json:
+            print(json.dumps({"table": name, "messages": c.messages, "rows": c.rows,
+                              "quarantined": c.quarantined, "batches": c.batches,
+                              "seconds": round(c.seconds, 3)}), flush=True)
+        else:
+            print(f"{name:<34} {c.messages:>9} messages  {c.rows:>9} rows  "
+                  f"{c.quarantined:>6} quarantined  {c.batches:>3} batches  {c.seconds:6.1f} s")
 
 
 def _bronze(args, settings):
@@ -145,8 +158,9 @@ def _bronze(args, settings):
         else:
             began = time.monotonic()
             job.drain()
-            print(f"bronze: drained in {time.monotonic() - began:.1f} s")
-        _print_landed(job.counts)
+            if not getattr(args, "json", False):
+                print(f"bronze: drained in {time.monotonic() - began:.1f} s")
+        _print_landed(job.counts, getattr(args, "json", False))
     return 0
 
 
@@ -170,7 +184,9 @@ def _derived(args, settings, layer: str, runner=None) -> int:
         runner = runner or Runner(_spark(settings, layer), settings)
         try:
             for table in tables:
-                print(runner.run(table, args.full_refresh).line(), flush=True)
+                report = runner.run(table, args.full_refresh)
+                print(json.dumps(report.as_dict()) if getattr(args, "json", False) else report.line(),
+                      flush=True)
         finally:
             runner.record_results()
     return 0
@@ -270,6 +286,18 @@ def _dashboard(args, settings):
     server.serve(settings)
 
 
+def _scheduler(args, settings):
+    from orchestration import service
+
+    if args.action == "up":
+        service.start(settings)
+    elif args.action == "down":
+        service.stop(settings)
+    else:
+        service.serve(settings, args.action)
+    return 0
+
+
 def _sql(args, settings):
     session = _spark(settings, "sql")
     session.sql(args.query).show(args.limit, truncate=False)
@@ -341,6 +369,7 @@ def parser() -> argparse.ArgumentParser:
     bronze.add_argument("--trigger-seconds", type=int, default=None,
                         help="micro-batch interval with --continuous (default BRONZE_TRIGGER_SECONDS)")
     bronze.add_argument("--table", action="append", help="only this table (repeatable)")
+    bronze.add_argument("--json", action="store_true", help=JSON_HELP)
     bronze.set_defaults(handler=_bronze)
     for layer in ("silver", "gold"):
         derived = commands.add_parser(layer, help=f"bring the {layer} tables up to date with "
@@ -348,6 +377,7 @@ def parser() -> argparse.ArgumentParser:
         derived.add_argument("--table", action="append", help="only this table (repeatable)")
         derived.add_argument("--full-refresh", action="store_true",
                              help="recompute from whole input snapshots instead of changes")
+        derived.add_argument("--json", action="store_true", help=JSON_HELP)
         derived.set_defaults(handler=lambda args, settings, layer=layer: _derived(args, settings, layer))
     run = commands.add_parser("run", help="one idempotent pass through every layer: Bronze "
                                           "drain, then Silver, then Gold")
@@ -366,6 +396,12 @@ def parser() -> argparse.ArgumentParser:
                                      "QUALITY_DOCS_PORT").set_defaults(handler=_docs)
     commands.add_parser("dashboard", help="serve the dashboard of Gold and pipeline health on "
                                           "DASHBOARD_PORT").set_defaults(handler=_dashboard)
+    scheduler = commands.add_parser("scheduler", help="the scheduled mode (Dagster): `up` starts "
+                                                      "its UI on SCHEDULER_PORT and its daemon")
+    scheduler.add_argument("action", choices=["up", "down", "webserver", "daemon"],
+                           help="up/down: both in the background; webserver/daemon: one in the "
+                                "foreground (what Docker Compose runs)")
+    scheduler.set_defaults(handler=_scheduler)
 
     sql = commands.add_parser("sql", help="run a Spark SQL query over the catalog and print it")
     sql.add_argument("query")
@@ -395,6 +431,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from lakehouse.locks import WriterBusy
+    from lakehouse.quality import QualityGateFailed
+
     args = parser().parse_args(argv)
     try:
         settings = settings_module.load()
@@ -403,7 +442,13 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args, settings)
     except ConfigurationError as error:
         print(f"configuration error: {error}", file=sys.stderr)
-        return 2
+        return EXIT_CONFIGURATION
+    except QualityGateFailed as error:
+        print(f"quality gate failed: {error}", file=sys.stderr)
+        return EXIT_QUALITY_GATE
+    except WriterBusy as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_WRITER_BUSY
     except RuntimeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

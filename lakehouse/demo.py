@@ -31,9 +31,8 @@ COMPOSE_SERVICES = {"dashboard"}
 
 
 # The pipeline's two Spark UIs (Bronze streams, Silver and Gold passes) take these in the
-# order their JVMs start; the scheduler's UI is on DESIGN.md's port.
+# order their JVMs start.
 SPARK_UI_PORTS = (4040, 4041)
-SCHEDULER_PORT = 3000
 
 
 def pages(settings: Settings) -> list[stack.ServiceStatus]:
@@ -41,7 +40,7 @@ def pages(settings: Settings) -> list[stack.ServiceStatus]:
     found = [("dashboard", settings.dashboard_port, "Gold and pipeline health"),
              ("data docs", settings.docs_port, "results of the quality gates"),
              *(("spark ui", port, "a Spark job of the pipeline") for port in SPARK_UI_PORTS),
-             ("scheduler", SCHEDULER_PORT, "the scheduler's UI")]
+             ("scheduler", settings.scheduler_port, "the scheduler's UI (`make scheduler`)")]
     return [stack.ServiceStatus(name, f"http://localhost:{port}/", port_open("127.0.0.1", port), detail)
             for name, port, detail in found]
 

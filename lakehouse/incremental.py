@@ -25,6 +25,7 @@ commits' changes are read again, and recomputed again, by the next run.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -78,6 +79,12 @@ class RunReport:
     note: str = ""
     reconciliation: Reconciliation | None = None
     breaches: tuple[str, ...] = ()  # warn- and quarantine-tier rules the batch broke
+
+    def as_dict(self) -> dict:
+        """The report as `lakehouse silver --json` prints it."""
+        report = dataclasses.asdict(self)
+        report["seconds"] = round(self.seconds, 3)
+        return report
 
     def line(self) -> str:
         if self.mode == "idle":

@@ -85,6 +85,21 @@ def _positive(name: str, default: int) -> int:
     return int(raw)
 
 
+def _count(name: str, default: int) -> int:
+    raw = os.environ.get(name, str(default))
+    if not raw.isdigit():
+        raise ConfigurationError(f"{name}={raw!r} must be a whole number (0 or more)")
+    return int(raw)
+
+
+def _cron(name: str, default: str) -> str:
+    value = os.environ.get(name, default)
+    if len(value.split()) != 5:
+        raise ConfigurationError(f"{name}={value!r} must be a cron expression of five fields "
+                                 f"(minute hour day month weekday), e.g. {default!r}")
+    return value
+
+
 def _host_port(name: str, default: str) -> tuple[str, int]:
     value = os.environ.get(name, default)
     host, sep, port = value.rpartition(":")
@@ -108,6 +123,11 @@ class Settings:
     docs_port: int = 8085
     dashboard_port: int = 8501
     dashboard_refresh_seconds: int = 10
+    scheduler_port: int = 3000
+    schedule_cron: str = "0 * * * *"
+    scheduler_retries: int = 3
+    scheduler_retry_delay_seconds: int = 30
+    scheduled_freshness_minutes: int = 120
     quality_in_memory_rows: int = 100_000
     shuffle_partitions: int = 4
     driver_memory: str = "4g"
@@ -158,6 +178,10 @@ class Settings:
             "LAKEHOUSE_QUALITY_DIR": str(self.quality_dir), "QUALITY_DOCS_PORT": str(self.docs_port),
             "DASHBOARD_PORT": str(self.dashboard_port),
             "DASHBOARD_REFRESH_SECONDS": str(self.dashboard_refresh_seconds),
+            "SCHEDULER_PORT": str(self.scheduler_port), "SCHEDULE_CRON": self.schedule_cron,
+            "SCHEDULER_RETRIES": str(self.scheduler_retries),
+            "SCHEDULER_RETRY_DELAY_SECONDS": str(self.scheduler_retry_delay_seconds),
+            "SCHEDULED_FRESHNESS_MINUTES": str(self.scheduled_freshness_minutes),
             "QUALITY_IN_MEMORY_ROWS": str(self.quality_in_memory_rows),
             "SPARK_SHUFFLE_PARTITIONS": str(self.shuffle_partitions),
             "SPARK_DRIVER_MEMORY": self.driver_memory, "SPARK_UI": str(self.spark_ui).lower(),
@@ -207,6 +231,13 @@ def load() -> Settings:
         docs_port=_port("QUALITY_DOCS_PORT", 8085),
         dashboard_port=_port("DASHBOARD_PORT", 8501),
         dashboard_refresh_seconds=_positive("DASHBOARD_REFRESH_SECONDS", 10),
+        scheduler_port=_port("SCHEDULER_PORT", 3000),
+        # When the scheduled mode runs every table (orchestration/): hourly by default.
+        schedule_cron=_cron("SCHEDULE_CRON", "0 * * * *"),
+        scheduler_retries=_count("SCHEDULER_RETRIES", 3),
+        scheduler_retry_delay_seconds=_positive("SCHEDULER_RETRY_DELAY_SECONDS", 30),
+        # How old a Gold table without a declared `fresh_within` may get in the scheduled mode.
+        scheduled_freshness_minutes=_positive("SCHEDULED_FRESHNESS_MINUTES", 120),
         # Batches up to this many rows are validated in memory (GX's pandas engine).
         quality_in_memory_rows=_positive("QUALITY_IN_MEMORY_ROWS", 100_000),
         shuffle_partitions=_positive("SPARK_SHUFFLE_PARTITIONS", 4),

@@ -175,7 +175,7 @@ def test_a_fail_tier_breach_commits_nothing_and_exits_non_zero(services, spark, 
         monkeypatch.setenv(name, value)
     code = cli.main(["silver", "--table", ORDERS.name])
     error = capsys.readouterr().err
-    assert code == 1
+    assert code == cli.EXIT_QUALITY_GATE
     assert (f'{ORDERS.name}: rule "channel is known" (fail) failed for 1 of' in error
             and '"channel": "kiosk"' in error and f'"order_id": {FIRST_ORDER + 1}' in error), error
     after = timeline.read(spark, path)

@@ -42,17 +42,23 @@ def test_every_service_has_a_health_check_and_state_on_named_volumes():
 
 
 def test_the_project_image_runs_the_native_mode_commands_on_the_settings_they_read():
-    thrift, dashboard = COMPOSE["services"]["thrift"], COMPOSE["services"]["dashboard"]
-    assert thrift["command"] == ["python", "-m", "serving.jdbc"]
-    assert dashboard["command"] == ["python", "-m", "lakehouse.cli", "dashboard"]
-    assert dashboard["image"] == thrift["image"]
-    assert (ROOT / thrift["build"]["dockerfile"]).exists()
+    services = COMPOSE["services"]
+    commands = {name: services[name]["command"] for name in ("thrift", "dashboard", "scheduler",
+                                                              "scheduler-daemon")}
+    assert commands == {"thrift": ["python", "-m", "serving.jdbc"],
+                        "dashboard": ["python", "-m", "lakehouse.cli", "dashboard"],
+                        "scheduler": ["python", "-m", "lakehouse.cli", "scheduler", "webserver"],
+                        "scheduler-daemon": ["python", "-m", "lakehouse.cli", "scheduler", "daemon"]}
+    assert {services[name]["image"] for name in commands} == {"retailmax-lakehouse:local"}
+    assert (ROOT / services["thrift"]["build"]["dockerfile"]).exists()
     from lakehouse.demo import COMPOSE_SERVICES
     from lakehouse.settings import SECRET_VARIABLES, load
 
-    assert COMPOSE_SERVICES <= set(COMPOSE["services"])
-    for service in (thrift, dashboard):
-        assert set(service["environment"]) <= set(load().environment()) | set(SECRET_VARIABLES)
+    assert COMPOSE_SERVICES <= set(services)
+    # DAGSTER_HOME is read by Dagster itself (the daemon's health check), not by the settings.
+    known = set(load().environment()) | set(SECRET_VARIABLES) | {"DAGSTER_HOME"}
+    for name in commands:
+        assert set(services[name]["environment"]) <= known, name
 
 
 def test_connect_provides_every_variable_the_connector_refers_to():

@@ -1,0 +1,80 @@
+"""Running one table's command as a subprocess, and reading back what it did: its JSON
+report on stdout, and its quality results from the layer's results table (JVM-free)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from lakehouse.cli import EXIT_FAILURE, EXIT_WRITER_BUSY
+from lakehouse.settings import Settings
+from lakehouse.tables import DerivedTable, Table, quality_results_table
+from serving import fastpath
+
+# The CLI's own messages on stderr (lakehouse/cli.py main), after Spark's log lines.
+MESSAGE_PREFIXES = ("error: ", "quality gate failed: ", "configuration error: ")
+
+
+@dataclass(frozen=True)
+class TableJobFailed(Exception):
+    table: str
+    exit_status: int
+    message: str
+
+    @property
+    def retryable(self) -> bool:
+        """A service restarting or a busy writer may be gone at the next try; a
+        misconfiguration or a fail-tier breach needs a person."""
+        return self.exit_status in (EXIT_FAILURE, EXIT_WRITER_BUSY)
+
+    def __str__(self) -> str:
+        return f"{self.table}: `lakehouse` exited {self.exit_status}: {self.message}"
+
+
+def command(table: Table, full_refresh: bool = False) -> list[str]:
+    if full_refresh and not isinstance(table, DerivedTable):
+        raise ValueError(f"{table.name}: only Silver and Gold tables have a full refresh; a Bronze "
+                         f"table is rebuilt by replaying its topic")
+    return [sys.executable, "-m", "lakehouse.cli", table.layer, "--table", table.name, "--json",
+            *(["--full-refresh"] if full_refresh else [])]
+
+
+def run_table(table: Table, settings: Settings, full_refresh: bool = False) -> dict:
+    """Runs the table's command; returns its report (lakehouse/cli.py, `--json`)."""
+    done = subprocess.run(command(table, full_refresh), env={**os.environ, **settings.environment()},
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise TableJobFailed(table.name, done.returncode, _message(done.stderr))
+    reports = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    found = [r for r in reports if r.get("table") == table.name]
+    if not found:
+        raise TableJobFailed(table.name, EXIT_FAILURE, f"no report for the table in its output: "
+                                                       f"{done.stdout[-2000:]}")
+    return found[-1]
+
+
+def _message(stderr: str) -> str:
+    """The CLI's message: from its first line to the end; the log's tail without one."""
+    lines = stderr.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith(MESSAGE_PREFIXES)]
+    return "\n".join(lines[starts[0]:] if starts else lines[-30:]).strip()
+
+
+def latest_results(settings: Settings, table: DerivedTable) -> dict[str, dict]:
+    """Per rule name, the newest result the table's quality gate recorded for it."""
+    results = quality_results_table(table.layer)
+    try:
+        frame = fastpath.query(
+            settings.warehouse,
+            f"SELECT rule, tier, success, rows_checked, unexpected_count, sample_values, "
+            f"validated_at, run_id FROM {results.qualified_name} "
+            f"WHERE table_name = '{table.name}' ORDER BY validated_at DESC").table
+    except fastpath.QueryError:  # no results table yet: nothing was ever validated
+        return {}
+    newest: dict[str, dict] = {}
+    for row in frame.to_pylist():
+        newest.setdefault(row["rule"], row)
+    return newest

@@ -1,0 +1,105 @@
+"""The scheduled mode's Dagster definitions, derived from the declarations: loaded and
+compared with them, without running a table."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timedelta, timezone
+
+import dagster as dg
+import pytest
+
+from bronze.tables import BRONZE_TABLES
+from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
+from lakehouse import cli
+from lakehouse.catalog import derived_tables
+from lakehouse.quality import FAIL
+from lakehouse.settings import load
+from orchestration import assets, commands, definitions
+from silver.tables import UNIFIED_CUSTOMER_ORDERS
+
+SETTINGS = load()
+DEFS = definitions.build(SETTINGS)
+GRAPH = DEFS.resolve_asset_graph()
+
+
+def test_the_asset_graph_is_the_declarations_dependency_graph():
+    declared = {assets.asset_key(t): {assets.asset_key(i.table) for i in getattr(t, "inputs", ())}
+                for t in [*BRONZE_TABLES, *derived_tables()]}
+    assert {key: set(GRAPH.get(key).parent_keys) for key in GRAPH.get_all_asset_keys()} == declared
+    assert {key: GRAPH.get(key).group_name for key in GRAPH.get_all_asset_keys()} == {
+        key: key.path[0] for key in declared}
+
+
+def test_every_declared_rule_is_an_asset_check_and_a_fail_tier_one_blocks_downstream():
+    specs = {(key.asset_key, key.name): GRAPH.get_check_spec(key) for key in GRAPH.asset_check_keys}
+    for table in derived_tables():
+        for rule in table.rules:
+            spec = specs.pop((assets.asset_key(table), assets.check_name(rule)))
+            assert spec.description == f"{rule.tier} tier: {rule.name}"
+            assert spec.blocking == (rule.tier == FAIL)
+    # What is left: one freshness check per Gold table.
+    assert set(specs) == {(assets.asset_key(t), assets.FRESHNESS_CHECK) for t in (DAILY_SALES, CUSTOMER_SEGMENTS)}
+
+
+def test_a_newly_declared_table_is_on_the_graph_with_no_other_edit(monkeypatch):
+    weekly = dataclasses.replace(DAILY_SALES, name="hudi_weekly_sales_gold", fresh_within=None)
+    monkeypatch.setattr(assets, "derived_tables", lambda: [*derived_tables(), weekly])
+    graph = definitions.build(SETTINGS).resolve_asset_graph()
+    assert set(graph.get(assets.asset_key(weekly)).parent_keys) == {assets.asset_key(UNIFIED_CUSTOMER_ORDERS)}
+
+
+def test_the_schedule_runs_every_table_on_the_configured_cron():
+    every_table = DEFS.resolve_schedule_def(definitions.EVERY_TABLE_JOB)
+    assert every_table.cron_schedule == SETTINGS.schedule_cron == "0 * * * *"
+    assert every_table.default_status == dg.DefaultScheduleStatus.RUNNING
+    tick = every_table.evaluate_tick(dg.build_schedule_context(
+        scheduled_execution_time=datetime(2026, 11, 25, 13, 0, tzinfo=timezone.utc)))
+    assert len(tick.run_requests) == 1 and every_table.job_name == definitions.EVERY_TABLE_JOB
+    job = DEFS.resolve_job_def(definitions.EVERY_TABLE_JOB)
+    assert set(job.asset_layer.executable_asset_keys) == set(GRAPH.get_all_asset_keys())
+    half_hourly = definitions.build(dataclasses.replace(SETTINGS, schedule_cron="*/30 * * * *"))
+    assert half_hourly.resolve_schedule_def(definitions.EVERY_TABLE_JOB).cron_schedule == "*/30 * * * *"
+
+
+def test_each_layer_has_a_job_of_its_tables():
+    for layer in ("bronze", "silver", "gold"):
+        job = DEFS.resolve_job_def(definitions.layer_job(layer))
+        assert {key.path[0] for key in job.asset_layer.executable_asset_keys} == {layer}
+
+
+def test_a_malformed_schedule_fails_at_start_with_what_to_fix(monkeypatch):
+    from lakehouse.settings import ConfigurationError
+
+    monkeypatch.setenv("SCHEDULE_CRON", "hourly")
+    with pytest.raises(ConfigurationError, match=r"SCHEDULE_CRON='hourly' must be a cron expression of five"):
+        load()
+
+
+def test_freshness_compares_the_newest_commit_with_the_target():
+    now = datetime(2026, 11, 25, 12, 0)
+    assert assets.freshness(now - timedelta(seconds=50), now, timedelta(minutes=1)) == (
+        True, "last commit 2026-11-25 11:59:10 UTC, 50 s ago: within its target of 60 s")
+    assert assets.freshness(now - timedelta(hours=3), now, timedelta(hours=2)) == (
+        False, "last commit 2026-11-25 09:00:00 UTC, 10,800 s ago: older than its target of 7,200 s")
+    assert assets.freshness(None, now, timedelta(hours=2)) == (False, "no commit yet")
+    assert assets.freshness_target(DAILY_SALES, SETTINGS) == timedelta(minutes=1)
+    assert assets.freshness_target(CUSTOMER_SEGMENTS, SETTINGS) == timedelta(minutes=120)
+
+
+def test_each_asset_runs_its_tables_own_command_and_retries_only_what_can_pass_later():
+    assert commands.command(UNIFIED_CUSTOMER_ORDERS)[1:] == [
+        "-m", "lakehouse.cli", "silver", "--table", UNIFIED_CUSTOMER_ORDERS.name, "--json"]
+    assert commands.command(BRONZE_TABLES[0])[3:] == ["bronze", "--table", BRONZE_TABLES[0].name, "--json"]
+    retryable = {status: commands.TableJobFailed("t", status, "").retryable
+                 for status in (cli.EXIT_FAILURE, cli.EXIT_CONFIGURATION, cli.EXIT_QUALITY_GATE,
+                                cli.EXIT_WRITER_BUSY)}
+    assert retryable == {1: True, 2: False, 3: False, 4: True}
+
+
+def test_a_failure_message_is_the_commands_own_not_sparks_log():
+    stderr = ("26/11/25 13:50:57 WARN HoodiePayloadConfig: something\n"
+              "quality gate failed: t: rule \"channel is known\" (fail) failed for 1 of 3 rows\n"
+              "  and more\n")
+    assert commands._message(stderr) == ("quality gate failed: t: rule \"channel is known\" (fail) "
+                                         "failed for 1 of 3 rows\n  and more")
