@@ -62,6 +62,28 @@ def declared_tables() -> list[Table]:
             + [quality_results_table(layer) for layer in sorted({t.layer for t in derived})])
 
 
+def main_tables() -> list[Table]:
+    """The Bronze, Silver and Gold tables, without their quarantine and quality-result tables."""
+    from bronze.tables import BRONZE_TABLES
+
+    return [*BRONZE_TABLES, *derived_tables()]
+
+
+def select(names: list[str] | None, tables: list[Table]) -> list[Table]:
+    """The tables among `tables` that `names` pick, all of them when none is given. A name is
+    a layer, `<layer>.<table>`, or a table's name."""
+    if not names:
+        return tables
+    picked = []
+    for name in names:
+        found = [t for t in tables if name in (t.layer, t.qualified_name, t.name)]
+        if not found:
+            raise ConfigurationError(f"no table or layer {name!r}; known: "
+                                     f"{', '.join(LAYERS)}, {', '.join(t.qualified_name for t in tables)}")
+        picked += [t for t in found if t not in picked]
+    return picked
+
+
 def exists(spark: SparkSession, path: str) -> bool:
     """Whether a Hudi table at `path` holds data. A table whose first commit never completed
     (its writer was killed) does not: it has no schema yet, so the catalog could not register

@@ -324,6 +324,84 @@ def _history(args, settings):
     return 0
 
 
+def _layer_writers(settings, tables):
+    """The writer locks of the layers `tables` are in: a table service, savepoint or restore
+    must not overlap a writer of the same table."""
+    from contextlib import ExitStack
+
+    from lakehouse.locks import exclusive_writer
+    from lakehouse.tables import LAYERS
+
+    stack = ExitStack()
+    for layer in LAYERS:
+        if any(t.layer == layer for t in tables):
+            stack.enter_context(exclusive_writer(settings, layer))
+    return stack
+
+
+def _savepoint(args, settings):
+    from lakehouse.catalog import main_tables, select
+    from operations import maintenance, savepoints
+
+    tables = select(args.target, main_tables())
+    if args.action == "list":
+        spark = _spark(settings, "savepoint")
+        for table in maintenance.existing(spark, settings, tables):
+            for s in savepoints.listed(spark, settings, table):
+                print(f"{s.table:<50} {s.instant}  (completed {s.completed})")
+        return 0
+    if not args.target:
+        raise ConfigurationError(f"name the tables or layers to {args.action}, e.g. "
+                                 f"`lakehouse savepoint {args.action} gold`")
+    with _layer_writers(settings, tables):
+        spark = _spark(settings, "savepoint")
+        for table in tables:
+            if args.action == "create":
+                s = savepoints.create(spark, settings, table, args.comment)
+                print(f"{s.table:<50} savepoint {s.instant} (completed {s.completed})", flush=True)
+            elif args.action == "restore":
+                s = savepoints.restore(spark, settings, table, args.instant)
+                rebuilt = [r for r in savepoints.readers(table) if r not in
+                           {t.qualified_name for t in tables}]
+                print(f"{s.table:<50} restored to savepoint {s.instant}"
+                      + (f"; {', '.join(rebuilt)} rebuild on their next run" if rebuilt else ""),
+                      flush=True)
+            else:
+                if not args.instant:
+                    raise ConfigurationError("name the savepoint to delete with --instant")
+                savepoints.delete(spark, settings, table, args.instant)
+                print(f"{table.qualified_name:<50} savepoint {args.instant} deleted", flush=True)
+    return 0
+
+
+def _tables(args, settings):
+    from lakehouse.catalog import declared_tables, select
+    from operations import maintenance
+
+    spark = _spark(settings, "tables")
+    found = [maintenance.files(spark, settings, t)
+             for t in maintenance.existing(spark, settings, select(args.target, declared_tables()))]
+    if args.json:
+        for table in found:
+            print(json.dumps(table.as_dict()))
+    else:
+        print(maintenance.render(found))
+    return 0
+
+
+def _maintain(args, settings):
+    from lakehouse.catalog import declared_tables, select
+    from operations import maintenance
+
+    tables = select(args.table, declared_tables())
+    with _layer_writers(settings, tables):
+        spark = _spark(settings, "maintain")
+        for table in maintenance.existing(spark, settings, tables):
+            report = maintenance.maintain(spark, settings, table)
+            print(json.dumps(report.as_dict()) if args.json else report.line(), flush=True)
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="lakehouse", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
@@ -421,6 +499,29 @@ def parser() -> argparse.ArgumentParser:
                                                   "times, operation, rows written (no JVM)")
     history.add_argument("table", help="e.g. gold.hudi_daily_sales_gold")
     history.set_defaults(handler=_history)
+
+    savepoint = commands.add_parser(
+        "savepoint", help="create, list, restore or delete Hudi savepoints of tables or layers")
+    savepoint.add_argument("action", choices=["create", "list", "restore", "delete"])
+    savepoint.add_argument("target", nargs="*",
+                           help="layers or tables, e.g. gold or silver.hudi_customer_profiles_silver")
+    savepoint.add_argument("--instant", help="restore or delete this savepoint (restore: the "
+                                             "latest by default)")
+    savepoint.add_argument("--comment", default="", help="kept with a created savepoint")
+    savepoint.set_defaults(handler=_savepoint)
+
+    tables = commands.add_parser("tables", help="per table: data files, files a snapshot read "
+                                                "opens, pending compactions, oldest retained commit")
+    tables.add_argument("target", nargs="*", help="layers or tables (default: every table)")
+    tables.add_argument("--json", action="store_true", help="one JSON object per table")
+    tables.set_defaults(handler=_tables)
+
+    maintain = commands.add_parser("maintain", help="run Hudi's table services now: compaction "
+                                                    "(Bronze), cleaning and archival")
+    maintain.add_argument("--table", action="append",
+                          help="a layer or table (repeatable; default: every table)")
+    maintain.add_argument("--json", action="store_true", help=JSON_HELP)
+    maintain.set_defaults(handler=_maintain)
 
     tail = commands.add_parser("tail", help="print the last messages of a Kafka topic")
     tail.add_argument("topic")

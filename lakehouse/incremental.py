@@ -182,6 +182,12 @@ def _rebuild_reason(inputs: dict[str, timeline.Timeline], consumed: dict[str, st
             return (f"checkpoint {start} of input {name} is no longer on its active timeline "
                     f"(archived or cleaned; raise HUDI_COMMITS_RETAINED or run more often), "
                     f"rebuilt from full snapshots")
+        if not found.completed_at(start):
+            # Checkpoints are completion times of the input's commits; one that is gone was
+            # undone by a restore (operations/savepoints.py), and this table holds rows
+            # derived from it.
+            return (f"input {name} was restored to a savepoint before commit {start}, which "
+                    f"this table had read; rebuilt from full snapshots")
     return None
 
 

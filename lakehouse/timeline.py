@@ -30,6 +30,10 @@ class Timeline:
     def latest(self) -> str | None:
         return max((completed for _, completed in self.commits), default=None)
 
+    def completed_at(self, completion_time: str) -> bool:
+        """Whether a commit on the active timeline completed at `completion_time`."""
+        return any(completed == completion_time for _, completed in self.commits)
+
     def has_commits_after(self, completion_time: str) -> bool:
         return any(completed > completion_time for _, completed in self.commits)
 
@@ -45,7 +49,7 @@ class Timeline:
         return not later or self.earliest_retained is None or min(later) >= self.earliest_retained
 
 
-def _active_timeline(spark: SparkSession, path: str):
+def active_timeline(spark: SparkSession, path: str):
     jvm = spark.sparkContext._jvm
     storage = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(
         spark.sparkContext._jsc.hadoopConfiguration())
@@ -56,11 +60,11 @@ def _active_timeline(spark: SparkSession, path: str):
 
 def has_commits(spark: SparkSession, path: str) -> bool:
     """Whether the table at `path` (which must exist) has a completed commit."""
-    return not _active_timeline(spark, path).getCommitsTimeline().filterCompletedInstants().empty()
+    return not active_timeline(spark, path).getCommitsTimeline().filterCompletedInstants().empty()
 
 
 def read(spark: SparkSession, path: str) -> Timeline:
-    active = _active_timeline(spark, path)
+    active = active_timeline(spark, path)
     completed = active.getCommitsTimeline().filterCompletedInstants()
     commits = tuple((i.requestedTime(), i.getCompletionTime())
                     for i in completed.getInstants().toArray())

@@ -111,3 +111,27 @@ def test_changes_resolve_to_the_key_and_the_columns_inputs_are_pruned_by():
     # A line's day is not part of its key, so its changes must name it; a daily group's is.
     assert UNIFIED_CUSTOMER_ORDERS.affected_columns == ("order_id", "line_item_id", "order_date")
     assert DAILY_SALES.affected_columns == DAILY_SALES.record_key
+
+
+def test_operations_pick_tables_by_layer_or_name_and_refuse_unknown_ones():
+    import pytest
+
+    from lakehouse.catalog import main_tables, select
+    from lakehouse.settings import ConfigurationError
+
+    tables = main_tables()
+    assert select(None, tables) == tables
+    assert [t.layer for t in select(["gold"], tables)] == ["gold", "gold"]
+    assert select(["silver.hudi_customer_profiles_silver", "hudi_customer_profiles_silver"],
+                  tables) == [t for t in tables if t.name == "hudi_customer_profiles_silver"]
+    with pytest.raises(ConfigurationError, match="no table or layer 'platinum'; known: bronze, silver, gold"):
+        select(["platinum"], tables)
+
+
+def test_a_snapshot_read_opens_the_latest_base_file_and_the_log_files_after_it():
+    from operations.maintenance import snapshot_file_count
+
+    names = ["f1-0_0-5-9_100.parquet", ".f1-0_110.log.1_0-1-2", ".f1-0_120.log.1_0-1-2",
+             "f1-0_0-9-9_130.parquet", ".f1-0_130.log.1_0-9-9.cdc", ".f1-0_140.log.1_0-3-4",
+             ".f2-0_150.log.1_0-3-4"]  # f2 has no base file yet: its inserts are in a log
+    assert snapshot_file_count(names) == 3
