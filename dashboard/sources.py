@@ -51,7 +51,7 @@ def _frame(settings: Settings, sql: str) -> pd.DataFrame:
 
 
 def _written_or_explain(settings: Settings, table: Table) -> None:
-    if not _written(settings, table):
+    if not written(settings, table):
         raise Unavailable(f"{table.qualified_name} has no data yet: the pipeline's first pass "
                           f"has not committed it.")
 
@@ -78,7 +78,7 @@ def quality_results(settings: Settings, limit: int = 500) -> pd.DataFrame:
     layers = sorted({t.layer for t in derived_tables()})
     parts = [f"SELECT table_name, rule, tier, success, unexpected_count, sample_values, "
              f"validated_at FROM {quality_results_table(layer).qualified_name}"
-             for layer in layers if _written(settings, quality_results_table(layer))]
+             for layer in layers if written(settings, quality_results_table(layer))]
     if not parts:
         return pd.DataFrame(columns=["table_name", "rule", "tier", "success", "unexpected_count",
                                      "sample_values", "validated_at"])
@@ -90,7 +90,7 @@ def quarantine_rows(settings: Settings) -> pd.DataFrame:
     frames = []
     for table in [*BRONZE_TABLES, *derived_tables()]:
         quarantine = table.quarantine
-        if not _written(settings, quarantine):
+        if not written(settings, quarantine):
             continue
         status = "quarantine_status" if isinstance(table, DerivedTable) else "'quarantined'"
         frames.append(_frame(settings, f"SELECT '{table.name}' AS \"table\", {status} AS status, "
@@ -103,8 +103,8 @@ def quarantine_rows(settings: Settings) -> pd.DataFrame:
 def bronze_commits(settings: Settings) -> pd.DataFrame:
     """(table, completed, rows_written) of each Bronze delta commit on the active timeline:
     what the streams landed, without the compactions that rewrite it."""
-    rows = [(table.name, _instant_time(commit.completed), commit.rows_written)
-            for table in BRONZE_TABLES if _written(settings, table)
+    rows = [(table.name, instant_time(commit.completed), commit.rows_written)
+            for table in BRONZE_TABLES if written(settings, table)
             for commit in history(settings.warehouse, table.qualified_name)
             if commit.action == "deltacommit" and commit.completed]
     return pd.DataFrame(rows, columns=["table", "completed", "rows_written"])
@@ -130,7 +130,7 @@ def table_states(settings: Settings) -> list[TableState]:
         waiting = [completed for i in table.inputs for completed in completions[i.table.name]
                    if completed > consumed.get(i.table.name, "")]
         states.append(TableState(table.layer, table.name, _latest(completions[table.name]),
-                                 oldest_waiting=_instant_time(min(waiting)) if waiting else None))
+                                 oldest_waiting=instant_time(min(waiting)) if waiting else None))
     return states
 
 
@@ -188,7 +188,7 @@ def _checkpoint_offsets(settings: Settings, table: BronzeTable) -> dict[int, int
             for partition, offset in json.loads(offsets).get(table.topic, {}).items()}
 
 
-def _written(settings: Settings, table: Table) -> bool:
+def written(settings: Settings, table: Table) -> bool:
     return bool(_completions(settings, table))
 
 
@@ -200,10 +200,10 @@ def _completions(settings: Settings, table: Table) -> list[str]:
 
 
 def _latest(completions: list[str]) -> datetime | None:
-    return _instant_time(completions[-1]) if completions else None
+    return instant_time(completions[-1]) if completions else None
 
 
-def _instant_time(instant: str) -> datetime:
+def instant_time(instant: str) -> datetime:
     # Hudi's instants carry milliseconds; %f reads the three digits as a fraction.
     return datetime.strptime(instant, INSTANT_FORMAT)
 
@@ -211,7 +211,7 @@ def _instant_time(instant: str) -> datetime:
 def _consumed(settings: Settings, table: DerivedTable) -> dict[str, str] | None:
     """The input completion times the table's newest run read up to, which every run writes
     into its commit's metadata (lakehouse/timeline.py)."""
-    if not _written(settings, table):
+    if not written(settings, table):
         return None
     timeline = HudiTable(table.path(settings)).get_timeline()
     instants = timeline.get_completed_commits() + timeline.get_completed_replacecommits()

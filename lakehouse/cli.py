@@ -286,6 +286,13 @@ def _dashboard(args, settings):
     server.serve(settings)
 
 
+def _metrics(args, settings):
+    from monitoring import metrics
+
+    metrics.serve(settings)
+    return 0
+
+
 def _scheduler(args, settings):
     from orchestration import service
 
@@ -474,6 +481,8 @@ def parser() -> argparse.ArgumentParser:
                                      "QUALITY_DOCS_PORT").set_defaults(handler=_docs)
     commands.add_parser("dashboard", help="serve the dashboard of Gold and pipeline health on "
                                           "DASHBOARD_PORT").set_defaults(handler=_dashboard)
+    commands.add_parser("metrics", help="serve the pipeline's Prometheus metrics on "
+                                        "METRICS_PORT").set_defaults(handler=_metrics)
     scheduler = commands.add_parser("scheduler", help="the scheduled mode (Dagster): `up` starts "
                                                       "its UI on SCHEDULER_PORT and its daemon")
     scheduler.add_argument("action", choices=["up", "down", "webserver", "daemon"],

@@ -25,9 +25,10 @@ WORKERS = {
     "pipeline": ["run", "--continuous", "--interval", "10"],
     "docs": ["docs"],
     "dashboard": ["dashboard"],
+    "metrics": ["metrics"],
 }
 # Workers that Docker Compose runs as services of its own in docker mode.
-COMPOSE_SERVICES = {"dashboard"}
+COMPOSE_SERVICES = {"dashboard", "metrics"}
 
 
 # The pipeline's two Spark UIs (Bronze streams, Silver and Gold passes) take these in the
@@ -39,6 +40,7 @@ def pages(settings: Settings) -> list[stack.ServiceStatus]:
     """The pages users open beside the services, each healthy while something answers."""
     found = [("dashboard", settings.dashboard_port, "Gold and pipeline health"),
              ("data docs", settings.docs_port, "results of the quality gates"),
+             ("metrics", settings.metrics_port, "Prometheus metrics, on /metrics"),
              *(("spark ui", port, "a Spark job of the pipeline") for port in SPARK_UI_PORTS),
              ("scheduler", settings.scheduler_port, "the scheduler's UI (`make scheduler`)")]
     return [stack.ServiceStatus(name, f"http://localhost:{port}/", port_open("127.0.0.1", port), detail)

@@ -122,9 +122,11 @@ class Settings:
     quality_dir: Path = Path(".lake/quality")
     docs_port: int = 8085
     dashboard_port: int = 8501
+    metrics_port: int = 9108
     dashboard_refresh_seconds: int = 10
     scheduler_port: int = 3000
     schedule_cron: str = "0 * * * *"
+    maintenance_cron: str = "30 3 * * *"
     scheduler_retries: int = 3
     scheduler_retry_delay_seconds: int = 30
     scheduled_freshness_minutes: int = 120
@@ -176,9 +178,10 @@ class Settings:
             "KAFKA_BOOTSTRAP_SERVERS": self.kafka_bootstrap, "CONNECT_URL": self.connect_url,
             "LAKEHOUSE_WAREHOUSE": self.warehouse, "LAKEHOUSE_CHECKPOINTS": self.checkpoints,
             "LAKEHOUSE_QUALITY_DIR": str(self.quality_dir), "QUALITY_DOCS_PORT": str(self.docs_port),
-            "DASHBOARD_PORT": str(self.dashboard_port),
+            "DASHBOARD_PORT": str(self.dashboard_port), "METRICS_PORT": str(self.metrics_port),
             "DASHBOARD_REFRESH_SECONDS": str(self.dashboard_refresh_seconds),
             "SCHEDULER_PORT": str(self.scheduler_port), "SCHEDULE_CRON": self.schedule_cron,
+            "MAINTENANCE_CRON": self.maintenance_cron,
             "SCHEDULER_RETRIES": str(self.scheduler_retries),
             "SCHEDULER_RETRY_DELAY_SECONDS": str(self.scheduler_retry_delay_seconds),
             "SCHEDULED_FRESHNESS_MINUTES": str(self.scheduled_freshness_minutes),
@@ -230,10 +233,12 @@ def load() -> Settings:
         quality_dir=Path(os.environ.get("LAKEHOUSE_QUALITY_DIR", state_dir / "quality")).resolve(),
         docs_port=_port("QUALITY_DOCS_PORT", 8085),
         dashboard_port=_port("DASHBOARD_PORT", 8501),
+        metrics_port=_port("METRICS_PORT", 9108),
         dashboard_refresh_seconds=_positive("DASHBOARD_REFRESH_SECONDS", 10),
         scheduler_port=_port("SCHEDULER_PORT", 3000),
         # When the scheduled mode runs every table (orchestration/): hourly by default.
         schedule_cron=_cron("SCHEDULE_CRON", "0 * * * *"),
+        maintenance_cron=_cron("MAINTENANCE_CRON", "30 3 * * *"),
         scheduler_retries=_count("SCHEDULER_RETRIES", 3),
         scheduler_retry_delay_seconds=_positive("SCHEDULER_RETRY_DELAY_SECONDS", 30),
         # How old a Gold table without a declared `fresh_within` may get in the scheduled mode.

@@ -105,39 +105,55 @@ def files(spark: SparkSession, settings: Settings, table: Table) -> TableFiles:
     active = timeline.active_timeline(spark, path)
     return TableFiles(
         name=table.qualified_name, table_type=table.table_type, files=len(names),
-        snapshot_files=snapshot_file_count(names), log_files=sum(".log." in n for n in names),
+        snapshot_files=snapshot_file_count(names, {r for r, _ in found.commits}),
+        log_files=sum(".log." in n for n in names),
         bytes=size, commits=len(found.commits),
         pending_compactions=active.filterPendingCompactionTimeline().countInstants(),
         # Without a clean yet, every commit since the first is still readable.
         oldest_retained=found.earliest_retained or min((r for r, _ in found.commits), default=None))
 
 
-def snapshot_file_count(names: list[str]) -> int:
+def snapshot_file_count(names: list[str], completed: set[str]) -> int:
     """How many of a table's data files a snapshot read opens, from their names (Hudi's
     naming): base files `<file id>_<write token>_<instant>.parquet`, log files
     `.<file id>_<instant>.log.<version>_<write token>`, change-log files the same with a
-    `.cdc` suffix, which only change-log readers open."""
+    `.cdc` suffix, which only change-log readers open. Files of a write that never completed
+    (`completed` holds the instants that did) are read by nobody; the next writer rolls
+    them back. Instants older than the active timeline were archived, which only completed
+    ones are."""
+    oldest_active = min(completed, default="")
+
+    def committed(instant: str) -> bool:
+        return instant in completed or instant < oldest_active
+
     latest_base: dict[str, str] = {}
     logs: list[tuple[str, str]] = []
     for name in names:
         if name.endswith(".parquet"):
             file_id, _, rest = name.partition("_")
             instant = rest.rsplit("_", 1)[-1].removesuffix(".parquet")
-            latest_base[file_id] = max(latest_base.get(file_id, ""), instant)
+            if committed(instant):
+                latest_base[file_id] = max(latest_base.get(file_id, ""), instant)
         elif ".log." in name and not name.endswith(".cdc"):
             file_id, _, rest = name.lstrip(".").partition("_")
-            logs.append((file_id, rest.partition(".log.")[0]))
+            instant = rest.partition(".log.")[0]
+            if committed(instant):
+                logs.append((file_id, instant))
     return len(latest_base) + sum(instant > latest_base.get(file_id, "") for file_id, instant in logs)
 
 
+# What a table service must share with the table's writers: whether the table keeps a
+# metadata table (a service with Hudi's default would create one that a bucket-indexed
+# table goes without), retention, compaction and task counts. Index settings stay out: a
+# service finds no keys, and the bucket index's would need the key field list, which the
+# procedures' `k=v,k=v` options cannot carry.
+SERVICE_OPTION_PREFIXES = ("hoodie.metadata.", "hoodie.clean.", "hoodie.keep.", "hoodie.compact.")
+
+
 def _service_options(table: Table, settings: Settings, **overrides: str) -> str:
-    """The table's own write options (index, metadata table, retention, parallelism) in the
-    `k=v,k=v` form Hudi's procedures take: a service must treat the table as its writers do,
-    or it would, say, create the metadata table a bucket-indexed table goes without. Values
-    that hold a comma (key field lists) cannot be passed this way; Hudi reads those from the
-    table's own properties."""
-    options = hudi_options(table, settings) | overrides
-    return ",".join(f"{key}={value}" for key, value in options.items() if "," not in value)
+    shared = {key: value for key, value in hudi_options(table, settings).items()
+              if key.startswith(SERVICE_OPTION_PREFIXES) or key.endswith(".parallelism")}
+    return ",".join(f"{key}={value}" for key, value in (shared | overrides).items())
 
 
 def maintain(spark: SparkSession, settings: Settings, table: Table) -> MaintenanceReport:
@@ -145,15 +161,18 @@ def maintain(spark: SparkSession, settings: Settings, table: Table) -> Maintenan
     before = files(spark, settings, table)
     path, services = table.path(settings), []
     if table.table_type == "MERGE_ON_READ":
-        # One delta commit is enough to be due: every file slice with a log file compacts.
-        options = _service_options(table, settings, **{"hoodie.compact.inline.max.delta.commits": "1"})
+        # A catch-up: every file slice with a log file is due, in every partition, not only
+        # those written since the last compaction (what inline planning looks at).
+        options = _service_options(table, settings, **{
+            "hoodie.compact.inline.max.delta.commits": "1",
+            "hoodie.table.services.incremental.enabled": "false"})
         compacted = spark.sql(f"CALL run_compaction(op => 'scheduleAndExecute', path => '{path}', "
                               f"options => '{options}')").collect()
         if compacted:
             services.append("compaction")
+    options = _service_options(table, settings, **{"hoodie.table.services.incremental.enabled": "false"})
     spark.sql(f"CALL run_clean(table => '{table.qualified_name}', "
-              f"retain_commits => {settings.commits_retained}, "
-              f"options => '{_service_options(table, settings)}')").collect()
+              f"retain_commits => {settings.commits_retained}, options => '{options}')").collect()
     services.append("clean")
     spark.sql(f"CALL archive_commits(path => '{path}', "
               f"min_commits => {settings.commits_retained + 10}, "

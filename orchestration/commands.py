@@ -44,16 +44,26 @@ def command(table: Table, full_refresh: bool = False) -> list[str]:
 
 def run_table(table: Table, settings: Settings, full_refresh: bool = False) -> dict:
     """Runs the table's command; returns its report (lakehouse/cli.py, `--json`)."""
-    done = subprocess.run(command(table, full_refresh), env={**os.environ, **settings.environment()},
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise TableJobFailed(table.name, done.returncode, _message(done.stderr))
-    reports = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    reports = _run(command(table, full_refresh), settings, table.name)
     found = [r for r in reports if r.get("table") == table.name]
     if not found:
-        raise TableJobFailed(table.name, EXIT_FAILURE, f"no report for the table in its output: "
-                                                       f"{done.stdout[-2000:]}")
+        raise TableJobFailed(table.name, EXIT_FAILURE, "no report for the table in its output")
     return found[-1]
+
+
+def maintain(settings: Settings) -> list[dict]:
+    """Runs `lakehouse maintain` over every table; returns one report per table."""
+    return _run([sys.executable, "-m", "lakehouse.cli", "maintain", "--json"], settings,
+                "maintenance")
+
+
+def _run(arguments: list[str], settings: Settings, name: str) -> list[dict]:
+    """Runs a `lakehouse` command; returns the JSON objects it printed."""
+    done = subprocess.run(arguments, env={**os.environ, **settings.environment()},
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise TableJobFailed(name, done.returncode, _message(done.stderr))
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
 def _message(stderr: str) -> str:

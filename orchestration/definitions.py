@@ -10,6 +10,7 @@ from lakehouse import settings as settings_module
 from lakehouse.settings import Settings
 from lakehouse.tables import LAYERS, DerivedTable
 from orchestration.assets import freshness_check, table_asset, tables
+from orchestration.maintenance import maintenance_job, maintenance_schedule
 
 EVERY_TABLE_JOB = "every_table"
 FRESHNESS_JOB = "gold_freshness"
@@ -35,7 +36,8 @@ def build(settings: Settings) -> dg.Definitions:
               for layer in LAYERS),
             dg.define_asset_job(FRESHNESS_JOB, selection=dg.AssetSelection.checks(*freshness_checks),
                                 executor_def=dg.in_process_executor,
-                                description="Whether every Gold table is within its freshness target.")]
+                                description="Whether every Gold table is within its freshness target."),
+            maintenance_job(settings)]
     schedules = [
         dg.ScheduleDefinition(name=EVERY_TABLE_JOB, job_name=EVERY_TABLE_JOB,
                               cron_schedule=settings.schedule_cron, execution_timezone="UTC",
@@ -44,6 +46,7 @@ def build(settings: Settings) -> dg.Definitions:
         dg.ScheduleDefinition(name=FRESHNESS_JOB, job_name=FRESHNESS_JOB,
                               cron_schedule=FRESHNESS_CRON, execution_timezone="UTC",
                               default_status=dg.DefaultScheduleStatus.RUNNING),
+        maintenance_schedule(settings),
     ]
     return dg.Definitions(assets=[table_asset(t, settings) for t in declared],
                           asset_checks=freshness_checks, jobs=jobs, schedules=schedules)

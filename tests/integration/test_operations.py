@@ -15,7 +15,7 @@ from bronze.job import BronzeJob
 from bronze.tables import CUSTOMER_MASTER, SALES_TRANSACTIONS
 from gold.tables import DAILY_SALES
 from lakehouse import verify
-from lakehouse.catalog import derived_tables
+from lakehouse.catalog import declared_tables, derived_tables
 from lakehouse.incremental import snapshot
 from lakehouse.locks import exclusive_writer
 from lakehouse.settings import ConfigurationError
@@ -85,6 +85,21 @@ def test_maintenance_compacts_small_commits_and_cleans_old_versions(services, sp
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert json.loads(shown.stdout.strip().splitlines()[-1]) == \
         maintenance.files(spark, settings, CUSTOMER_MASTER).as_dict()
+
+
+def test_the_scheduled_maintenance_job_maintains_every_table(services, spark, db):
+    from orchestration import definitions
+
+    drain_until_equal(spark, services, db)
+    run_all(spark, services)
+    result = definitions.build(services).resolve_job_def("maintenance").execute_in_process(
+        raise_on_error=False)
+    assert result.success, [e.message for e in result.all_events if e.is_failure]
+    [output] = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
+    maintained = set(output.event_specific_data.metadata)
+    existing = maintenance.existing(spark, services, declared_tables())
+    assert CUSTOMER_MASTER.qualified_name in maintained
+    assert maintained == {t.qualified_name for t in existing}
 
 
 def test_a_restored_gold_equals_its_savepoint_and_catches_up(services, spark, db):

@@ -131,7 +131,9 @@ def test_operations_pick_tables_by_layer_or_name_and_refuse_unknown_ones():
 def test_a_snapshot_read_opens_the_latest_base_file_and_the_log_files_after_it():
     from operations.maintenance import snapshot_file_count
 
-    names = ["f1-0_0-5-9_100.parquet", ".f1-0_110.log.1_0-1-2", ".f1-0_120.log.1_0-1-2",
+    names = ["f0-0_0-1-1_050.parquet",  # written by a commit archived since
+             "f1-0_0-5-9_100.parquet", ".f1-0_110.log.1_0-1-2", ".f1-0_120.log.1_0-1-2",
              "f1-0_0-9-9_130.parquet", ".f1-0_130.log.1_0-9-9.cdc", ".f1-0_140.log.1_0-3-4",
-             ".f2-0_150.log.1_0-3-4"]  # f2 has no base file yet: its inserts are in a log
-    assert snapshot_file_count(names) == 3
+             ".f2-0_150.log.1_0-3-4",  # f2 has no base file yet: its inserts are in a log
+             ".f2-0_160.log.1_0-3-4"]  # a write that never completed
+    assert snapshot_file_count(names, {"100", "110", "120", "130", "140", "150"}) == 4

@@ -62,6 +62,14 @@ def test_the_schedule_runs_every_table_on_the_configured_cron():
     assert half_hourly.resolve_schedule_def(definitions.EVERY_TABLE_JOB).cron_schedule == "*/30 * * * *"
 
 
+def test_table_services_run_on_their_own_schedule():
+    maintenance = DEFS.resolve_schedule_def("maintenance")
+    assert maintenance.cron_schedule == SETTINGS.maintenance_cron == "30 3 * * *"
+    assert maintenance.default_status == dg.DefaultScheduleStatus.RUNNING
+    job = DEFS.resolve_job_def(maintenance.job_name)
+    assert [node.name for node in job.nodes] == ["maintain_every_table"]
+
+
 def test_each_layer_has_a_job_of_its_tables():
     for layer in ("bronze", "silver", "gold"):
         job = DEFS.resolve_job_def(definitions.layer_job(layer))

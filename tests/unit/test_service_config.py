@@ -43,10 +43,11 @@ def test_every_service_has_a_health_check_and_state_on_named_volumes():
 
 def test_the_project_image_runs_the_native_mode_commands_on_the_settings_they_read():
     services = COMPOSE["services"]
-    commands = {name: services[name]["command"] for name in ("thrift", "dashboard", "scheduler",
-                                                              "scheduler-daemon")}
+    commands = {name: services[name]["command"] for name in ("thrift", "dashboard", "metrics",
+                                                              "scheduler", "scheduler-daemon")}
     assert commands == {"thrift": ["python", "-m", "serving.jdbc"],
                         "dashboard": ["python", "-m", "lakehouse.cli", "dashboard"],
+                        "metrics": ["python", "-m", "lakehouse.cli", "metrics"],
                         "scheduler": ["python", "-m", "lakehouse.cli", "scheduler", "webserver"],
                         "scheduler-daemon": ["python", "-m", "lakehouse.cli", "scheduler", "daemon"]}
     assert {services[name]["image"] for name in commands} == {"retailmax-lakehouse:local"}

@@ -1,0 +1,1 @@
+"""The pipeline's Prometheus metrics (metrics.py)."""

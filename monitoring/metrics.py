@@ -1,0 +1,194 @@
+"""`lakehouse metrics`: the pipeline's Prometheus endpoint on http://localhost:9108/metrics
+(METRICS_PORT), served beside the pipeline by `make up` (and by Compose's `metrics`).
+
+It reads what the dashboard reads (dashboard/sources.py), without a JVM and without asking
+the writers anything: each table's timeline and commit metadata, Bronze's stream checkpoints
+and Kafka's end offsets, the quarantine and quality-result tables, and the services' health.
+So it sees the same numbers whether the continuous pipeline, a scheduled job or a person
+wrote the tables, and it stays up while they restart. A scrape reads everything afresh,
+unless the last one was under `CACHE_SECONDS` ago.
+
+Counters (`*_total`) count the commits this process has seen on the tables' timelines: the
+first scrape counts every commit still on the active timeline, later ones add what
+completed since. Prometheus takes a restart of this process as a counter reset, which
+`rate()` and `increase()` handle.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from bronze.tables import BRONZE_TABLES
+from dashboard import sources
+from dashboard.panels import TableState
+from lakehouse.catalog import derived_tables
+from lakehouse.settings import Settings
+from serving.history import Commit, history
+
+PREFIX = "retailmax"
+CACHE_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class PipelineState:
+    """One reading of everything the metrics report."""
+
+    read_at: datetime
+    tables: list[TableState]
+    commits: dict[str, list[Commit]]  # per table name, oldest first
+    quarantine: list[tuple[str, str, int]]  # (table, status, rows)
+    rule_results: list[dict]  # the newest result of each (table, rule)
+    services: list[tuple[str, bool]]
+    seconds: float
+
+
+def read_state(settings: Settings) -> PipelineState:
+    began = time.monotonic()
+    tables = [*BRONZE_TABLES, *derived_tables()]
+    commits = {t.name: history(settings.warehouse, t.qualified_name) if sources.written(settings, t)
+               else [] for t in tables}
+    results = sources.quality_results(settings)
+    newest = results.sort_values("validated_at", ascending=False).drop_duplicates(["table_name", "rule"])
+    try:
+        services = [(s.name, s.healthy) for s in sources.services(settings)]
+    except sources.Unavailable:
+        services = []
+    return PipelineState(
+        read_at=datetime.now(timezone.utc).replace(tzinfo=None),
+        tables=sources.table_states(settings), commits=commits,
+        quarantine=[tuple(r) for r in sources.quarantine_rows(settings).itertuples(index=False)],
+        rule_results=newest.to_dict("records"), services=services,
+        seconds=time.monotonic() - began)
+
+
+@dataclass
+class CommitCounts:
+    """Rows and commits per table, over the commits seen so far (see the module's doc)."""
+
+    seen_until: dict[str, str] = field(default_factory=dict)
+    commits: dict[str, int] = field(default_factory=dict)
+    written: dict[str, int] = field(default_factory=dict)
+    deleted: dict[str, int] = field(default_factory=dict)
+
+    def add(self, table: str, commits: list[Commit]) -> None:
+        new = [c for c in commits if c.completed > self.seen_until.get(table, "")]
+        # Compactions rewrite rows without changing them: they are commits, not rows written.
+        changed = [c for c in new if c.operation != "COMPACT"]
+        self.commits[table] = self.commits.get(table, 0) + len(new)
+        self.written[table] = self.written.get(table, 0) + sum(c.inserted + c.updated for c in changed)
+        self.deleted[table] = self.deleted.get(table, 0) + sum(c.deleted for c in changed)
+        if new:
+            self.seen_until[table] = max(c.completed for c in new)
+
+
+def families(state: PipelineState, counts: CommitCounts) -> list:
+    """The metric families of one reading; `counts` takes the reading's new commits."""
+    layers = {t.name: t.layer for t in [*BRONZE_TABLES, *derived_tables()]}
+    table_labels = ["layer", "table"]
+
+    def gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
+        return GaugeMetricFamily(f"{PREFIX}_{name}", documentation, labels=labels)
+
+    lag = gauge("table_lag_seconds", "How long the oldest change the table has not taken yet "
+                "has waited in its input (Kafka, or an input table); 0 when it has taken all.",
+                table_labels)
+    last_commit = gauge("table_last_commit_timestamp_seconds",
+                        "When the table's newest commit completed (Unix time).", table_labels)
+    kafka_lag = gauge("kafka_consumer_lag_messages", "Messages in the topic past the Bronze "
+                      "stream's checkpoint.", ["topic", "table"])
+    topics = {t.name: t.topic for t in BRONZE_TABLES}
+    for s in state.tables:
+        if s.oldest_waiting is not None:
+            lag.add_metric([s.layer, s.name], max((state.read_at - s.oldest_waiting).total_seconds(), 0.0))
+        elif s.lag_known:
+            lag.add_metric([s.layer, s.name], 0.0)
+        if s.last_commit is not None:
+            last_commit.add_metric([s.layer, s.name], s.last_commit.replace(tzinfo=timezone.utc).timestamp())
+        if s.waiting is not None:
+            kafka_lag.add_metric([topics[s.name], s.name], s.waiting)
+
+    commits = CounterMetricFamily(f"{PREFIX}_commits", "Commits of the table (compactions "
+                                  "included).", labels=table_labels)
+    written = CounterMetricFamily(f"{PREFIX}_rows_written", "Rows inserted or updated by the "
+                                  "table's commits.", labels=table_labels)
+    deleted = CounterMetricFamily(f"{PREFIX}_rows_deleted", "Rows deleted by the table's "
+                                  "commits.", labels=table_labels)
+    duration = gauge("last_commit_duration_seconds", "From the table's newest commit being "
+                     "requested to its completion.", table_labels)
+    last_rows = gauge("last_commit_rows", "Rows the table's newest commit inserted, updated or "
+                      "deleted (Hudi's commit metadata).", [*table_labels, "kind"])
+    for table, found in state.commits.items():
+        counts.add(table, found)
+        labels = [layers[table], table]
+        commits.add_metric(labels, counts.commits.get(table, 0))
+        written.add_metric(labels, counts.written.get(table, 0))
+        deleted.add_metric(labels, counts.deleted.get(table, 0))
+        newest = [c for c in found if c.completed]
+        if newest:
+            latest = newest[-1]
+            duration.add_metric(labels, (sources.instant_time(latest.completed)
+                                         - sources.instant_time(latest.requested)).total_seconds())
+            for kind, rows in (("inserted", latest.inserted), ("updated", latest.updated),
+                               ("deleted", latest.deleted)):
+                last_rows.add_metric([*labels, kind], rows)
+
+    kept_out = gauge("quarantine_rows", "Rows in the table's quarantine: held back (waiting for "
+                     "an input row) or quarantined (breaking a rule).", [*table_labels, "status"])
+    for table, status, rows in state.quarantine:
+        kept_out.add_metric([layers.get(table, ""), table, status.replace(" ", "_")], rows)
+
+    failing = gauge("quality_rule_failing", "1 when the rule's newest validation failed.",
+                    [*table_labels, "rule", "tier"])
+    unexpected = gauge("quality_rule_unexpected_rows", "Rows breaking the rule in its newest "
+                       "validation.", [*table_labels, "rule", "tier"])
+    for result in state.rule_results:
+        labels = [layers.get(result["table_name"], ""), result["table_name"], result["rule"],
+                  result["tier"]]
+        failing.add_metric(labels, 0.0 if result["success"] else 1.0)
+        unexpected.add_metric(labels, float(result["unexpected_count"] or 0))
+
+    up = gauge("service_up", "1 when the service answers its health check.", ["service"])
+    for name, healthy in state.services:
+        up.add_metric([name], 1.0 if healthy else 0.0)
+    read = gauge("metrics_read_seconds", "How long reading the pipeline's state took.", [])
+    read.add_metric([], state.seconds)
+    return [lag, last_commit, kafka_lag, commits, written, deleted, duration, last_rows,
+            kept_out, failing, unexpected, up, read]
+
+
+class PipelineCollector(Collector):
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.counts = CommitCounts()
+        self._lock = threading.Lock()
+        self._last: tuple[float, list] | None = None
+
+    def describe(self):
+        # Without it the registry would read the whole state once just to learn the names.
+        return []
+
+    def collect(self):
+        with self._lock:
+            if self._last is None or time.monotonic() - self._last[0] > CACHE_SECONDS:
+                self._last = (time.monotonic(), families(read_state(self.settings), self.counts))
+            return iter(self._last[1])
+
+
+def serve(settings: Settings) -> None:
+    from prometheus_client import start_http_server
+    from prometheus_client.registry import CollectorRegistry
+
+    registry = CollectorRegistry()
+    registry.register(PipelineCollector(settings))
+    server, thread = start_http_server(settings.metrics_port, addr="127.0.0.1", registry=registry)
+    print(f"metrics on http://localhost:{settings.metrics_port}/metrics (Ctrl-C stops)", flush=True)
+    try:
+        thread.join()
+    except KeyboardInterrupt:
+        server.shutdown()
