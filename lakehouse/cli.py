@@ -331,53 +331,19 @@ def _history(args, settings):
     return 0
 
 
-def _layer_writers(settings, tables):
-    """The writer locks of the layers `tables` are in: a table service, savepoint or restore
-    must not overlap a writer of the same table."""
-    from contextlib import ExitStack
-
-    from lakehouse.locks import exclusive_writer
-    from lakehouse.tables import LAYERS
-
-    stack = ExitStack()
-    for layer in LAYERS:
-        if any(t.layer == layer for t in tables):
-            stack.enter_context(exclusive_writer(settings, layer))
-    return stack
-
-
 def _savepoint(args, settings):
     from lakehouse.catalog import main_tables, select
-    from operations import maintenance, savepoints
+    from lakehouse.locks import layer_writers
+    from operations import savepoints
 
     tables = select(args.target, main_tables())
-    if args.action == "list":
-        spark = _spark(settings, "savepoint")
-        for table in maintenance.existing(spark, settings, tables):
-            for s in savepoints.listed(spark, settings, table):
-                print(f"{s.table:<50} {s.instant}  (completed {s.completed})")
-        return 0
-    if not args.target:
+    if args.action != "list" and not args.target:
         raise ConfigurationError(f"name the tables or layers to {args.action}, e.g. "
                                  f"`lakehouse savepoint {args.action} gold`")
-    with _layer_writers(settings, tables):
+    with layer_writers(settings, [] if args.action == "list" else tables):
         spark = _spark(settings, "savepoint")
-        for table in tables:
-            if args.action == "create":
-                s = savepoints.create(spark, settings, table, args.comment)
-                print(f"{s.table:<50} savepoint {s.instant} (completed {s.completed})", flush=True)
-            elif args.action == "restore":
-                s = savepoints.restore(spark, settings, table, args.instant)
-                rebuilt = [r for r in savepoints.readers(table) if r not in
-                           {t.qualified_name for t in tables}]
-                print(f"{s.table:<50} restored to savepoint {s.instant}"
-                      + (f"; {', '.join(rebuilt)} rebuild on their next run" if rebuilt else ""),
-                      flush=True)
-            else:
-                if not args.instant:
-                    raise ConfigurationError("name the savepoint to delete with --instant")
-                savepoints.delete(spark, settings, table, args.instant)
-                print(f"{table.qualified_name:<50} savepoint {args.instant} deleted", flush=True)
+        for line in savepoints.apply(spark, settings, args.action, tables, args.instant, args.comment):
+            print(line, flush=True)
     return 0
 
 
@@ -398,10 +364,11 @@ def _tables(args, settings):
 
 def _maintain(args, settings):
     from lakehouse.catalog import declared_tables, select
+    from lakehouse.locks import layer_writers
     from operations import maintenance
 
     tables = select(args.table, declared_tables())
-    with _layer_writers(settings, tables):
+    with layer_writers(settings, tables):
         spark = _spark(settings, "maintain")
         for table in maintenance.existing(spark, settings, tables):
             report = maintenance.maintain(spark, settings, table)

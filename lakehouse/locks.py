@@ -6,7 +6,7 @@ import fcntl
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 from lakehouse.settings import Settings
 
@@ -36,3 +36,15 @@ def exclusive_writer(settings: Settings, name: str) -> Iterator[None]:
         finally:
             handle.seek(0)
             handle.truncate()
+
+
+def layer_writers(settings: Settings, tables) -> ExitStack:
+    """The writer locks of every layer `tables` are in, taken in layer order: a table
+    service, savepoint or restore must not overlap a writer of the same table."""
+    from lakehouse.tables import LAYERS
+
+    held = ExitStack()
+    for layer in LAYERS:
+        if any(t.layer == layer for t in tables):
+            held.enter_context(exclusive_writer(settings, layer))
+    return held

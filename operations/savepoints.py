@@ -19,6 +19,7 @@ run's re-derivation decides them again.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -114,6 +115,37 @@ def delete(spark: SparkSession, settings: Settings, table: Table, instant: str) 
               f"instant_time => '{instant}')").collect()
     if _stream_checkpoint(settings, table):
         _delete(spark, _saved_checkpoint(settings, table, instant))
+
+
+def apply(spark: SparkSession, settings: Settings, action: str, tables: list[Table],
+          instant: str | None = None, comment: str = "") -> Iterator[str]:
+    """What `lakehouse savepoint <action>` does to each of `tables`, a line each; the caller
+    holds their layers' writer locks for any action but `list`."""
+    if action == "list":
+        found = [s for t in tables if catalog.exists(spark, t.path(settings))
+                 for s in listed(spark, settings, t)]
+        yield from (f"{s.table:<50} {s.instant}  (completed {s.completed})" for s in found)
+        if not found:
+            yield "no savepoints"
+    elif action == "create":
+        for table in tables:
+            s = create(spark, settings, table, comment)
+            yield f"{s.table:<50} savepoint {s.instant} (completed {s.completed})"
+    elif action == "restore":
+        restored = {t.qualified_name for t in tables}
+        for table in tables:
+            s = restore(spark, settings, table, instant)
+            rebuilt = [r for r in readers(table) if r not in restored]
+            yield (f"{s.table:<50} restored to savepoint {s.instant}"
+                   + (f"; {', '.join(rebuilt)} rebuild on their next run" if rebuilt else ""))
+    elif action == "delete":
+        if not instant:
+            raise ConfigurationError("name the savepoint to delete with --instant")
+        for table in tables:
+            delete(spark, settings, table, instant)
+            yield f"{table.qualified_name:<50} savepoint {instant} deleted"
+    else:
+        raise ConfigurationError(f"unknown savepoint action {action!r}")
 
 
 def readers(table: Table) -> list[str]:

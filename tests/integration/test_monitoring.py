@@ -47,7 +47,7 @@ def test_metrics_move_when_data_flows(services, spark, db):
         before = scrape(settings.metrics_port)
         assert before[("retailmax_kafka_consumer_lag_messages", lag)] == 0
         assert before[("retailmax_service_up", (("service", "postgres"),))] == 1
-        assert ("retailmax_quality_rule_failing", (("layer", "silver"), ("rule", "channel_is_known"),
+        assert ("retailmax_quality_rule_failing", (("layer", "silver"), ("rule", "channel is known"),
                 ("table", UNIFIED_CUSTOMER_ORDERS.name), ("tier", "fail"))) in before
 
         run_workload(db, steps=30, seed=2001)

@@ -34,7 +34,7 @@ def state(commits: list[Commit], waiting: int = 0) -> PipelineState:
                 TableState("gold", "hudi_daily_sales_gold", None, lag_known=True)],
         commits={"hudi_sales_transactions_bronze": commits},
         quarantine=[("hudi_unified_customer_orders_silver", "held back", 3)],
-        rule_results=[{"table_name": "hudi_unified_customer_orders_silver", "rule": "quantity_is_positive",
+        rule_results=[{"table_name": "hudi_unified_customer_orders_silver", "rule": "quantity is positive",
                        "tier": "quarantine", "success": False, "unexpected_count": 2}],
         services=[("postgres", True), ("kafka", False)], seconds=0.5)
 
@@ -82,7 +82,7 @@ def test_quarantine_quality_and_services_are_labelled_by_table_rule_and_service(
     samples = scrape(state([]), CommitCounts())
     orders = {"layer": "silver", "table": "hudi_unified_customer_orders_silver"}
     assert value(samples, "retailmax_quarantine_rows", status="held_back", **orders) == 3
-    rule = {"rule": "quantity_is_positive", "tier": "quarantine", **orders}
+    rule = {"rule": "quantity is positive", "tier": "quarantine", **orders}
     assert value(samples, "retailmax_quality_rule_failing", **rule) == 1
     assert value(samples, "retailmax_quality_rule_unexpected_rows", **rule) == 2
     assert value(samples, "retailmax_service_up", service="kafka") == 0
