@@ -9,9 +9,10 @@ Every write already runs them inline (`hudi_options`, lakehouse/tables.py):
 
 `maintain` runs the same services on demand, with the same retention: it compacts every log
 file still waiting (a table idle since its last few commits would otherwise keep them until
-its next writes), then cleans and archives. At scale they run apart from the writers (README,
-"Running at scale"); here they share the layer's writer lock, since without a lock provider
-a table service and a writer must not overlap.
+its next writes), then cleans and archives. It takes the layer's writer lock: without a lock
+provider (this project runs one writer per table) a table service and a writer must not
+overlap. A deployment that runs services beside its writers needs Hudi's multi-writer
+concurrency control and a lock provider first.
 
 There is no clustering. Every table but one is written with the bucket index, which hashes a
 key to one of `buckets` file groups of its partition: however many commits land, a partition
