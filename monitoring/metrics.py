@@ -53,18 +53,28 @@ def read_state(settings: Settings) -> PipelineState:
     tables = [*BRONZE_TABLES, *derived_tables()]
     commits = {t.name: history(settings.warehouse, t.qualified_name) if sources.written(settings, t)
                else [] for t in tables}
-    results = sources.quality_results(settings)
-    newest = results.sort_values("validated_at", ascending=False).drop_duplicates(["table_name", "rule"])
-    try:
-        services = [(s.name, s.healthy) for s in sources.services(settings)]
-    except sources.Unavailable:
-        services = []
     return PipelineState(
         read_at=datetime.now(timezone.utc).replace(tzinfo=None),
         tables=sources.table_states(settings), commits=commits,
-        quarantine=[tuple(r) for r in sources.quarantine_rows(settings).itertuples(index=False)],
-        rule_results=newest.to_dict("records"), services=services,
+        quarantine=_or_nothing(lambda: [tuple(r) for r in
+                                        sources.quarantine_rows(settings).itertuples(index=False)]),
+        rule_results=_or_nothing(lambda: _newest_results(settings)),
+        services=_or_nothing(lambda: [(s.name, s.healthy) for s in sources.services(settings)]),
         seconds=time.monotonic() - began)
+
+
+def _newest_results(settings: Settings) -> list[dict]:
+    results = sources.quality_results(settings)
+    newest = results.sort_values("validated_at", ascending=False).drop_duplicates(["table_name", "rule"])
+    return newest.to_dict("records")
+
+
+def _or_nothing(read) -> list:
+    """A part that cannot be read now is left out of this scrape; the others still report."""
+    try:
+        return read()
+    except sources.Unavailable:
+        return []
 
 
 @dataclass
