@@ -24,6 +24,21 @@ CDC_ORDERING = ("_source_lsn",)
 KAFKA_POSITION = ("_kafka_topic", "_kafka_partition", "_kafka_offset")
 
 
+@dataclass(frozen=True)
+class PersonalData:
+    """The columns of a source table that identify a person, which `lakehouse erase`
+    overwrites (operations/erasure.py).
+
+    `subject` is the column naming the person (the table's record key), `erased` the value
+    written in place of each personal column at the source (`{id}` stands for the person's
+    id; None writes NULL), and `searched` the columns whose values are distinctive enough to
+    look for in free text: quarantined messages, quality rule samples, Data Docs."""
+
+    subject: str
+    erased: dict[str, str | None]
+    searched: tuple[str, ...]
+
+
 @dataclass(frozen=True, kw_only=True)
 class BronzeTable(Table):
     topic: str
@@ -32,6 +47,7 @@ class BronzeTable(Table):
     layer: str = "bronze"
     table_type: str = "MERGE_ON_READ"
     change_log: bool = True
+    personal: PersonalData | None = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -41,6 +57,32 @@ class BronzeTable(Table):
         unknown = [k for k in self.record_key if k not in self.columns]
         if unknown:
             raise ValueError(f"table {self.name}: record key {unknown} not among its columns")
+        if self.personal:
+            self._check_personal(self.personal)
+
+    def _check_personal(self, personal: PersonalData) -> None:
+        if self.envelope != DEBEZIUM:
+            raise ValueError(f"table {self.name}: personal data is erased at its source, so "
+                             f"only a CDC table can declare it")
+        if (personal.subject,) != self.record_key:
+            raise ValueError(f"table {self.name}: the personal data's subject must be the record "
+                             f"key {self.record_key}, got {personal.subject!r}")
+        unknown = sorted(set(personal.erased) - set(self.columns))
+        if unknown:
+            raise ValueError(f"table {self.name}: personal columns {unknown} are not among its columns")
+        protected = sorted(set(personal.erased) & {*self.record_key, *self.ordering,
+                                                   *([self.partitioning.column] if self.partitioning else [])})
+        if protected:
+            raise ValueError(f"table {self.name}: {protected} locate the row (key, ordering or "
+                             f"partition) and cannot be erased; leave them out of `erased`")
+        not_erased = sorted(set(personal.searched) - set(personal.erased))
+        if not_erased:
+            raise ValueError(f"table {self.name}: searched columns {not_erased} must be erased too")
+
+    @property
+    def source_table(self) -> str:
+        """The Postgres table a CDC table mirrors, `schema.table` (its topic's last two parts)."""
+        return self.topic.split(".", 1)[1]
 
     @property
     def quarantine(self) -> Table:
@@ -64,6 +106,18 @@ CUSTOMER_MASTER = BronzeTable(
         "state": "string", "country": "string", "region": "string", "loyalty_tier": "string",
         "created_at": "timestamp", "updated_ts": "timestamp",
     },
+    # Who the customer is goes; where they shop from (country, region) and their tier stay,
+    # so their sales keep their place in Gold's aggregates. The source's NOT NULL columns get
+    # a placeholder, the e-mail one that still passes the e-mail rule. Names are erased in
+    # every row about the customer but not searched for in others' text: many people share
+    # them, and an e-mail address or a phone number is the customer's alone.
+    personal=PersonalData(
+        subject="customer_id",
+        erased={"first_name": "erased", "last_name": "erased",
+                "email": "erased-{id}@erased.invalid", "phone": None, "birth_date": None,
+                "city": "erased", "state": "erased"},
+        searched=("email", "phone"),
+    ),
 )
 
 PRODUCT_CATALOG = BronzeTable(

@@ -376,6 +376,17 @@ def _maintain(args, settings):
     return 0
 
 
+def _erase(args, settings):
+    from lakehouse.catalog import main_tables
+    from lakehouse.locks import layer_writers
+    from operations import erasure
+
+    with layer_writers(settings, main_tables()):
+        report = erasure.erase(_spark(settings, "erase"), settings, "customer_id", args.customer_id)
+    print("\n".join(report.lines()))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="lakehouse", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
@@ -498,6 +509,13 @@ def parser() -> argparse.ArgumentParser:
                           help="a layer or table (repeatable; default: every table)")
     maintain.add_argument("--json", action="store_true", help=JSON_HELP)
     maintain.set_defaults(handler=_maintain)
+
+    erase = commands.add_parser("erase", help="erase customers' personal data from the source, "
+                                              "every layer and every file of the warehouse (GDPR)")
+    erase.add_argument("--customer-id", type=int, action="append", required=True,
+                       help="the customer to erase (repeatable: one erasure rewrites the tables "
+                            "once for all of them)")
+    erase.set_defaults(handler=_erase)
 
     tail = commands.add_parser("tail", help="print the last messages of a Kafka topic")
     tail.add_argument("topic")

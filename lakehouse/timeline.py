@@ -37,6 +37,17 @@ class Timeline:
     def has_commits_after(self, completion_time: str) -> bool:
         return any(completed > completion_time for _, completed in self.commits)
 
+    @property
+    def readable_since(self) -> str:
+        """The start (exclusive) of the longest range of changes still readable: the latest
+        completion time of a commit requested before the oldest one the cleaner retains, or
+        `earliest` when nothing older has been cleaned. The range never holds a commit the
+        cleaner may have passed; with one writer per table, commits complete in the order
+        they start, so it misses no retained one either."""
+        older = [completed for requested, completed in self.commits
+                 if self.earliest_retained and requested < self.earliest_retained]
+        return max(older, default="earliest")
+
     def can_read_after(self, completion_time: str) -> bool:
         """Whether every commit that completed after `completion_time` is still readable:
         still on the active timeline and not yet removed by the cleaner."""
@@ -73,11 +84,18 @@ def read(spark: SparkSession, path: str) -> Timeline:
 
 
 def _earliest_retained(active) -> str | None:
-    cleans = active.getCleanerTimeline().filterCompletedInstants()
-    if cleans.empty():
-        return None
-    metadata = active.readCleanMetadata(cleans.lastInstant().get())
-    return metadata.getEarliestCommitToRetain() or None
+    """The oldest commit whose files the cleaner keeps: named by the newest clean that keeps
+    commits, or later, by a clean that keeps file versions (`lakehouse erase`), which names
+    none: any commit requested before it may have lost its files."""
+    newest_by_versions = None
+    for clean in active.getCleanerTimeline().filterCompletedInstants().getReverseOrderedInstants().toArray():
+        metadata = active.readCleanMetadata(clean)
+        if metadata.getEarliestCommitToRetain():
+            return max(metadata.getEarliestCommitToRetain(), newest_by_versions or "")
+        policies = {p.getPolicy() for p in metadata.getPartitionMetadata().values()}
+        if newest_by_versions is None and "KEEP_LATEST_FILE_VERSIONS" in policies:
+            newest_by_versions = clean.requestedTime()
+    return newest_by_versions
 
 
 def _last_consumed(completed) -> dict[str, str] | None:

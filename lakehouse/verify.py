@@ -59,8 +59,7 @@ def _text(value) -> str | None:
 
 
 def postgres_rows(db: psycopg.Connection, table: BronzeTable) -> list[tuple]:
-    source = table.topic.rsplit(".", 1)[1]
-    rows = db.execute(f"SELECT {', '.join(table.columns)} FROM retail.{source}").fetchall()
+    rows = db.execute(f"SELECT {', '.join(table.columns)} FROM {table.source_table}").fetchall()
     return [tuple(_text(v) for v in row) for row in rows]
 
 

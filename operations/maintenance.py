@@ -151,29 +151,37 @@ def snapshot_file_count(names: list[str], completed: set[str]) -> int:
 SERVICE_OPTION_PREFIXES = ("hoodie.metadata.", "hoodie.clean.", "hoodie.keep.", "hoodie.compact.")
 
 
-def _service_options(table: Table, settings: Settings, **overrides: str) -> str:
+def service_options(table: Table, settings: Settings, **overrides: str) -> str:
     shared = {key: value for key, value in hudi_options(table, settings).items()
               if key.startswith(SERVICE_OPTION_PREFIXES) or key.endswith(".parallelism")}
     return ",".join(f"{key}={value}" for key, value in (shared | overrides).items())
+
+
+def compact(spark: SparkSession, settings: Settings, table: Table) -> bool:
+    """Compacts every file slice with a log file, in every partition, not only those written
+    since the last compaction (what inline planning looks at); whether there was any."""
+    options = service_options(table, settings, **{
+        "hoodie.compact.inline.max.delta.commits": "1",
+        "hoodie.table.services.incremental.enabled": "false"})
+    return bool(spark.sql(f"CALL run_compaction(op => 'scheduleAndExecute', "
+                          f"path => '{table.path(settings)}', options => '{options}')").collect())
+
+
+def clean(spark: SparkSession, settings: Settings, table: Table, retention: str) -> None:
+    """Runs the cleaner over the whole table with `retention`, the procedure's arguments
+    that say what to keep."""
+    options = service_options(table, settings, **{"hoodie.table.services.incremental.enabled": "false"})
+    spark.sql(f"CALL run_clean(table => '{table.qualified_name}', {retention}, "
+              f"options => '{options}')").collect()
 
 
 def maintain(spark: SparkSession, settings: Settings, table: Table) -> MaintenanceReport:
     began = time.monotonic()
     before = files(spark, settings, table)
     path, services = table.path(settings), []
-    if table.table_type == "MERGE_ON_READ":
-        # A catch-up: every file slice with a log file is due, in every partition, not only
-        # those written since the last compaction (what inline planning looks at).
-        options = _service_options(table, settings, **{
-            "hoodie.compact.inline.max.delta.commits": "1",
-            "hoodie.table.services.incremental.enabled": "false"})
-        compacted = spark.sql(f"CALL run_compaction(op => 'scheduleAndExecute', path => '{path}', "
-                              f"options => '{options}')").collect()
-        if compacted:
-            services.append("compaction")
-    options = _service_options(table, settings, **{"hoodie.table.services.incremental.enabled": "false"})
-    spark.sql(f"CALL run_clean(table => '{table.qualified_name}', "
-              f"retain_commits => {settings.commits_retained}, options => '{options}')").collect()
+    if table.table_type == "MERGE_ON_READ" and compact(spark, settings, table):
+        services.append("compaction")
+    clean(spark, settings, table, f"retain_commits => {settings.commits_retained}")
     services.append("clean")
     spark.sql(f"CALL archive_commits(path => '{path}', "
               f"min_commits => {settings.commits_retained + 10}, "

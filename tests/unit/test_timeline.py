@@ -39,3 +39,10 @@ def test_a_checkpoint_on_a_commit_a_restore_undid_rebuilds():
     assert "input bronze_t was restored to a savepoint before commit 145" in \
         _rebuild_reason({"bronze_t": restored}, {"bronze_t": "145"})
     assert _rebuild_reason({"bronze_t": restored}, {"bronze_t": "125"}) is None
+
+
+def test_the_readable_changes_start_after_the_last_commit_before_the_oldest_retained_one():
+    assert Timeline(COMMITS, None, None).readable_since == "earliest"
+    # The commit requested at 110 may have been cleaned: the range starts after it.
+    assert Timeline(COMMITS, earliest_retained="120", last_consumed=None).readable_since == "130"
+    assert Timeline(COMMITS, earliest_retained="100", last_consumed=None).readable_since == "earliest"
