@@ -37,7 +37,7 @@ from lakehouse import catalog, timeline
 from lakehouse.incremental import Runner, write
 from lakehouse.settings import ConfigurationError, Settings
 from lakehouse.tables import Table, quality_results_table
-from operations import maintenance, redaction
+from operations import maintenance, redaction, savepoints
 
 # Hudi's own columns, which a rewrite must leave to Hudi (`_hoodie_is_deleted` is the
 # table's: it is written, and stays).
@@ -176,12 +176,12 @@ def _side_tables(spark: SparkSession, settings: Settings) -> list[Table]:
     """Every quarantine and quality-result table that exists."""
     tables = [t.quarantine for t in (*BRONZE_TABLES, *catalog.derived_tables())]
     tables += [quality_results_table(layer) for layer in ("silver", "gold")]
-    return [t for t in tables if catalog.exists(spark, t.path(settings))]
+    return maintenance.existing(spark, settings, tables)
 
 
 def _refuse_savepoints(spark: SparkSession, settings: Settings, tables: list[Table]) -> None:
-    pinned = [f"{t.qualified_name} {r.savepoint_time}" for t in tables
-              for r in spark.sql(f"CALL show_savepoints(path => '{t.path(settings)}')").collect()]
+    pinned = [f"{s.table} {s.instant}" for t in maintenance.existing(spark, settings, tables)
+              for s in savepoints.listed(spark, settings, t)]
     if pinned:
         raise ConfigurationError(f"savepoints keep old file versions that may hold the data to "
                                  f"erase: {', '.join(pinned)}; delete them first (`lakehouse "
