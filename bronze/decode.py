@@ -13,12 +13,15 @@ from __future__ import annotations
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import MapType, StringType, StructField, StructType
 
 from bronze.tables import DEBEZIUM, BronzeTable
 
 CDC_OPS = ("c", "r", "u", "d")
 MOVED_FROM = "_moved_from"
+# The field names of a CDC message's row image, sorted and comma-joined: how a batch shows
+# fields that the declaration lacks or that the message lacks (bronze/schema.py).
+IMAGE_FIELDS = "_image_fields"
 CORRUPT_RECORD = "_corrupt_record"
 QUARANTINE_COLUMNS = ("_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_ts",
                       "raw_key", "raw_value", "error", "_quarantined_at")
@@ -87,7 +90,9 @@ def _partition_value(image: Column, table: BronzeTable) -> Column:
 
 
 def _debezium(messages: DataFrame, table: BronzeTable) -> DataFrame:
-    image_type = _as_strings(table.columns)
+    # Images are parsed as maps, not structs of the declared columns, so that the fields a
+    # message has beyond them are seen too.
+    image_type = MapType(StringType(), StringType())
     envelope = [
         StructField("before", image_type), StructField("after", image_type),
         StructField("op", StringType()), StructField("source", _as_strings(["lsn", "ts_ms"])),
@@ -116,6 +121,7 @@ def _debezium(messages: DataFrame, table: BronzeTable) -> DataFrame:
                              before).alias(MOVED_FROM)]
     return parsed.select(
         *KAFKA_COLUMNS, "_image", *moved_from,
+        F.array_join(F.array_sort(F.map_keys("_image")), ",").alias(IMAGE_FIELDS),
         _first_error(checks).alias("error"),
         op.alias("_op"),
         F.col("_m.source.lsn").cast("long").alias("_source_lsn"),
@@ -153,6 +159,16 @@ def classify(raw: DataFrame, table: BronzeTable) -> DataFrame:
     return decoded.select(*raw_columns, *kept, *columns)
 
 
+def lineage_columns(table: BronzeTable) -> tuple[str, ...]:
+    """The columns of a Bronze row besides the source's: its partition column when derived,
+    where the change came from, and when it landed."""
+    partition = ((table.partitioning.column,)
+                 if table.partitioning and table.partitioning.column not in table.columns else ())
+    cdc = ("_op", "_source_lsn", "_source_ts") if table.envelope == DEBEZIUM else ()
+    return (*partition, *cdc, "_ingested_at", "_kafka_topic", "_kafka_partition", "_kafka_offset",
+            "_hoodie_is_deleted")
+
+
 def split(classified: DataFrame, table: BronzeTable) -> tuple[DataFrame, DataFrame]:
     """(Bronze rows, quarantined messages) of a `classify` result. An update that moved its
     row to another partition brings a second row: the delete of the copy in the old one,
@@ -163,11 +179,9 @@ def split(classified: DataFrame, table: BronzeTable) -> tuple[DataFrame, DataFra
     every field the checks read.
     """
     now = F.current_timestamp()
-    columns = [*table.columns, *([table.partitioning.column] if table.partitioning else [])]
-    lineage = ["_op", "_source_lsn", "_source_ts"] if table.envelope == DEBEZIUM else []
     decoded = classified.where(F.col("error").isNull())
-    rows = decoded.select(*dict.fromkeys(columns), *lineage, now.alias("_ingested_at"),
-                          "_kafka_topic", "_kafka_partition", "_kafka_offset", "_hoodie_is_deleted")
+    rows = decoded.select(*table.columns, *(now.alias(name) if name == "_ingested_at" else name
+                                            for name in lineage_columns(table)))
     if MOVED_FROM in classified.columns:
         old_copies = (decoded.where(F.col(MOVED_FROM).isNotNull())
                       .withColumn(table.partitioning.column, F.col(MOVED_FROM))

@@ -14,6 +14,8 @@ keeps polling on a trigger interval (what `make up` runs).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import threading
 import time
 from dataclasses import dataclass, field
@@ -22,11 +24,17 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryException
 
-from bronze.decode import classify, split
-from bronze.tables import BRONZE_TABLES, BronzeTable
+from bronze.decode import IMAGE_FIELDS, classify, lineage_columns, split
+from bronze.schema import (SchemaChange, SourceColumn, reconcile, source_columns,
+                           unexplained_fields)
+from bronze.tables import BRONZE_TABLES, DEBEZIUM, BronzeTable
 from lakehouse import catalog
 from lakehouse.settings import Settings
 from lakehouse.tables import hudi_options
+
+
+# How long a continuously streamed table whose batch was refused waits before trying again.
+REFUSED_RETRY_SECONDS = 60
 
 
 class BronzeError(RuntimeError):
@@ -61,25 +69,71 @@ def write_upserts(frame: DataFrame, table, settings: Settings) -> None:
     catalog.ensure_registered(frame.sparkSession, settings, table)
 
 
-def land_batch(raw: DataFrame, table: BronzeTable, settings: Settings) -> tuple[int, int, int]:
-    """Decodes one batch of Kafka records and upserts it; returns (messages, rows, quarantined)."""
-    # Parsed once and cached: the counts and both writes read it, and Hudi's upsert reads
-    # its input more than once.
-    classified = classify(raw, table).persist()
-    try:
-        messages, bad_count = classified.agg(
-            F.count("*"), F.count_if(F.col("error").isNotNull())).first()
-        if messages == 0:
-            return 0, 0, 0
-        row_count = messages - bad_count
-        rows, quarantined = split(classified, table)
-        if row_count:
-            write_upserts(rows, table, settings)
-        if bad_count:
-            write_upserts(quarantined, table.quarantine, settings)
-        return messages, row_count, bad_count
-    finally:
-        classified.unpersist()
+class Landing:
+    """Lands the batches of one Bronze table, carrying the columns its source has added
+    beyond the declared ones (bronze/schema.py)."""
+
+    def __init__(self, spark: SparkSession, table: BronzeTable, settings: Settings):
+        self.declared, self.settings = table, settings
+        # The table's own schema remembers what earlier batches carried, so a restart (or a
+        # batch while the source is down) writes every column the table has.
+        self.carried = carried_columns(spark, table, settings)
+
+    def land(self, raw: DataFrame) -> tuple[int, int, int]:
+        """Decodes one batch of Kafka records and upserts it; returns (messages, rows,
+        quarantined)."""
+        cdc = self.declared.envelope == DEBEZIUM
+        source = source_columns(self.settings, self.declared) if cdc else None
+        table = self._as_landed(source)
+        # Parsed once and cached: the counts and both writes read it, and Hudi's upsert reads
+        # its input more than once.
+        classified = classify(raw, table).persist()
+        try:
+            messages, bad_count, field_lists = classified.agg(
+                F.count("*"), F.count_if(F.col("error").isNotNull()),
+                F.collect_set(F.when(F.col("error").isNull(), F.col(IMAGE_FIELDS))) if cdc
+                else F.array()).first()
+            if messages == 0:
+                return 0, 0, 0
+            unexplained = (cdc and source is None
+                           and unexplained_fields(self.declared, table, field_lists))
+            if unexplained:
+                # Only the source can say whether its schema changed: the batch waits for it.
+                raise BronzeError(
+                    f"Bronze table {table.name}: messages have {unexplained}, and the source "
+                    f"{table.source_table} cannot be reached to tell whether its schema "
+                    f"changed. The batch waits in Kafka; start again once the source is up.")
+            row_count = messages - bad_count
+            rows, quarantined = split(classified, table)
+            if row_count:
+                write_upserts(rows, table, self.settings)
+            if bad_count:
+                write_upserts(quarantined, table.quarantine, self.settings)
+            return messages, row_count, bad_count
+        finally:
+            classified.unpersist()
+
+    def _as_landed(self, source: dict[str, SourceColumn] | None) -> BronzeTable:
+        """The table as a batch lands it: its declared columns and the carried ones, which
+        take in what the source added when its schema is known."""
+        if source is not None:
+            try:
+                self.carried = reconcile(self.declared, self.carried, source)
+            except SchemaChange as change:
+                raise BronzeError(str(change)) from None
+        if not self.carried:
+            return self.declared
+        return dataclasses.replace(self.declared, columns={**self.declared.columns, **self.carried})
+
+def carried_columns(spark: SparkSession, table: BronzeTable, settings: Settings) -> dict[str, str]:
+    """The columns a Bronze table holds beyond its declared ones and lineage: those its
+    source added (or the declaration has since dropped), with their Spark types."""
+    if not catalog.exists(spark, table.path(settings)):
+        return {}
+    known = {*table.columns, *lineage_columns(table)}
+    schema = spark.read.format("hudi").load(table.path(settings)).schema
+    return {f.name: f.dataType.simpleString() for f in schema
+            if f.name not in known and not f.name.startswith("_hoodie_")}
 
 
 class BronzeJob:
@@ -87,11 +141,19 @@ class BronzeJob:
                  tables: tuple[BronzeTable, ...] = BRONZE_TABLES):
         self.spark, self.settings, self.tables = spark, settings, tables
         self.counts = {table.name: LandedCounts() for table in tables}
+        self.refusals: dict[str, BronzeError] = {}
 
     def _start(self, table: BronzeTable, trigger: dict) -> StreamingQuery:
+        landing = Landing(self.spark, table, self.settings)
+
         def write(batch: DataFrame, batch_id: int) -> None:
             began = time.monotonic()
-            landed = land_batch(batch, table, self.settings)
+            try:
+                landed = landing.land(batch)
+            except BronzeError as refusal:
+                # Spark reports it wrapped in a Python traceback; the caller gets it as is.
+                self.refusals[table.name] = refusal
+                raise
             self.counts[table.name].add(*landed, time.monotonic() - began)
 
         source = (self.spark.readStream.format("kafka")
@@ -117,22 +179,43 @@ class BronzeJob:
                 query.stop()
         if failures:
             name, error = failures[0]
-            raise BronzeError(_explain(name, error))
+            raise self.refusals.get(name) or BronzeError(_explain(name, error))
 
     def drain(self) -> dict[str, LandedCounts]:
         """Lands everything the topics hold now, then stops."""
         self._await([self._start(table, {"availableNow": True}) for table in self.tables])
         return self.counts
 
-    def run_continuously(self, trigger_seconds: int, report=print) -> None:
-        queries = [self._start(table, {"processingTime": f"{trigger_seconds} seconds"})
-                   for table in self.tables]
+    def run_continuously(self, trigger_seconds: int,
+                         report=functools.partial(print, flush=True)) -> None:
+        """Streams every table until one fails unexpectedly (or Ctrl-C). A table whose batch
+        was refused (a schema change at its source, or a source that cannot say) stops alone
+        and is started again every `REFUSED_RETRY_SECONDS`: it resumes by itself once the
+        source is back, and otherwise says again what to fix."""
+        trigger = {"processingTime": f"{trigger_seconds} seconds"}
+        queries = {table.name: self._start(table, trigger) for table in self.tables}
+        retry_at: dict[str, float] = {}
         try:
-            self.spark.streams.awaitAnyTermination()
-        except StreamingQueryException:
-            pass
+            while True:
+                try:
+                    self.spark.streams.awaitAnyTermination(REFUSED_RETRY_SECONDS / 4)
+                except StreamingQueryException:
+                    pass
+                self.spark.streams.resetTerminated()
+                for table in self.tables:
+                    name = table.name
+                    if name in retry_at:
+                        if time.monotonic() >= retry_at[name]:
+                            del retry_at[name]
+                            queries[name] = self._start(table, trigger)
+                    elif not queries[name].isActive and name in self.refusals:
+                        report(f"{self.refusals.pop(name)} Trying again in "
+                               f"{REFUSED_RETRY_SECONDS} s.")
+                        retry_at[name] = time.monotonic() + REFUSED_RETRY_SECONDS
+                if not all(q.isActive for name, q in queries.items() if name not in retry_at):
+                    break
         finally:
-            self._await(queries, timeout=0.1)
+            self._await([q for name, q in queries.items() if name not in retry_at], timeout=0.1)
 
 
 def _explain(query_name: str, error: StreamingQueryException) -> str:

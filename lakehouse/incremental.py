@@ -167,8 +167,18 @@ def write(frame: DataFrame, table: Table, settings: Settings, operation: str,
     options = hudi_options(table, settings) | {"hoodie.datasource.write.operation": operation}
     if consumed is not None:
         options[timeline.CONSUMED_KEY] = json.dumps(consumed, sort_keys=True)
+        options[timeline.TRANSFORM_KEY] = table.fingerprint
     frame.write.format("hudi").options(**options).mode("append").save(table.path(settings))
     catalog.ensure_registered(frame.sparkSession, settings, table)
+
+
+def _transform_change(table: DerivedTable, written: timeline.Timeline) -> str | None:
+    # Rows the old transform computed would otherwise stay as they are until their inputs
+    # change (a column a new transform selects would fill in row by row).
+    if written.last_transform not in (None, table.fingerprint):
+        return (f"transform {table.transform_path.name} changed since the last run, "
+                f"rebuilt from full snapshots")
+    return None
 
 
 def _rebuild_reason(inputs: dict[str, timeline.Timeline], consumed: dict[str, str] | None) -> str | None:
@@ -222,9 +232,10 @@ class Runner:
         transform = self._transform(table, snapshots)
 
         path = table.path(self.settings)
-        consumed = (timeline.read(self.spark, path).last_consumed
-                    if catalog.exists(self.spark, path) else None)
-        reason = "--full-refresh" if full_refresh else _rebuild_reason(inputs, consumed)
+        written = timeline.read(self.spark, path) if catalog.exists(self.spark, path) else None
+        consumed = written.last_consumed if written else None
+        reason = ("--full-refresh" if full_refresh
+                  else _rebuild_reason(inputs, consumed) or _transform_change(table, written))
         if not reason:
             pending = [i for i in table.inputs
                        if inputs[i.table.name].has_commits_after(consumed[i.table.name])]

@@ -7,6 +7,7 @@ retypes an options dict.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -170,6 +171,12 @@ class DerivedTable(Table):
 
     def transform_sql(self) -> str:
         return self.transform_path.read_text()
+
+    @property
+    def fingerprint(self) -> str:
+        """Identifies the transform's text: a run that finds another one recorded with the
+        table's rows rebuilds it (lakehouse/incremental.py)."""
+        return hashlib.sha256(self.transform_sql().encode()).hexdigest()[:16]
 
 
 def quality_results_table(layer: str) -> Table:

@@ -16,6 +16,8 @@ from pyspark.sql import SparkSession
 # Hudi copies write options whose key starts with this prefix (its default
 # `hoodie.datasource.write.commitmeta.key.prefix`) into the commit's metadata.
 CONSUMED_KEY = "_retailmax.consumed"
+# Beside it, a fingerprint of the transform that wrote the commit (DerivedTable.fingerprint).
+TRANSFORM_KEY = "_retailmax.transform"
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,7 @@ class Timeline:
     commits: tuple[tuple[str, str], ...]
     earliest_retained: str | None
     last_consumed: dict[str, str] | None
+    last_transform: str | None = None
 
     @property
     def latest(self) -> str | None:
@@ -79,8 +82,9 @@ def read(spark: SparkSession, path: str) -> Timeline:
     completed = active.getCommitsTimeline().filterCompletedInstants()
     commits = tuple((i.requestedTime(), i.getCompletionTime())
                     for i in completed.getInstants().toArray())
+    consumed, transform = _last_checkpoint(completed)
     return Timeline(commits=commits, earliest_retained=_earliest_retained(active),
-                    last_consumed=_last_consumed(completed))
+                    last_consumed=consumed, last_transform=transform)
 
 
 def _earliest_retained(active) -> str | None:
@@ -98,11 +102,11 @@ def _earliest_retained(active) -> str | None:
     return newest_by_versions
 
 
-def _last_consumed(completed) -> dict[str, str] | None:
-    instants = list(completed.getReverseOrderedInstants().toArray())
-    for instant in instants:
+def _last_checkpoint(completed) -> tuple[dict[str, str] | None, str | None]:
+    """The input commits the newest derived run consumed, and its transform's fingerprint."""
+    for instant in completed.getReverseOrderedInstants().toArray():
         metadata = completed.readCommitMetadata(instant)
         value = metadata.getMetadata(CONSUMED_KEY)
         if value:
-            return json.loads(value)
-    return None
+            return json.loads(value), metadata.getMetadata(TRANSFORM_KEY) or None
+    return None, None

@@ -52,8 +52,9 @@ def test_product_price_arrives_exact(db, topic_reader):
     product_id = 9_000_002
     db.execute("DELETE FROM retail.product_catalog WHERE product_id = %s", (product_id,))
     reader = topic_reader(cdc_topic("product_catalog"))
-    db.execute("INSERT INTO retail.product_catalog VALUES (%s, 'SKU-TEST-2', 'Precise Scale',"
-               " NULL, 'home_kitchen', 'Casa', 1234567890.12, true, %s)", (product_id, NOW))
+    db.execute("INSERT INTO retail.product_catalog (product_id, sku, name, category, brand,"
+               " unit_price, active, updated_ts) VALUES (%s, 'SKU-TEST-2', 'Precise Scale',"
+               " 'home_kitchen', 'Casa', 1234567890.12, true, %s)", (product_id, NOW))
     db.execute("UPDATE retail.product_catalog SET unit_price = 0.10 WHERE product_id = %s",
                (product_id,))
     db.execute("DELETE FROM retail.product_catalog WHERE product_id = %s", (product_id,))

@@ -141,7 +141,8 @@ def test_bad_rows_and_events_are_kept_out_with_their_reason_and_promoted_once_fi
     with db.transaction():
         db.execute("UPDATE retail.sales_transactions SET quantity = 2, status = 'completed', "
                    "discount = 0 WHERE order_id = %s AND line_item_id <> 4", (FIRST_ORDER,))
-        db.execute("INSERT INTO retail.product_catalog SELECT %s, 'SKU-LATE-1', name, "
+        db.execute("INSERT INTO retail.product_catalog (product_id, sku, name, description, "
+                   "category, brand, unit_price, active, updated_ts) SELECT %s, 'SKU-LATE-1', name, "
                    "description, category, brand, unit_price, active, now() "
                    "FROM retail.product_catalog WHERE product_id = %s", (UNKNOWN_PRODUCT, product_id))
         db.execute("UPDATE retail.customer_master SET email = 'fixed@example.com', "

@@ -139,8 +139,9 @@ def test_gold_follows_deletes_region_moves_and_late_customers(services, spark, d
                                                    ("customer_id", "customer_master")))
     customer += 1000
     category, new_region = f"test_category_{product}", f"test_region_{product}"
-    db.execute(f"INSERT INTO retail.product_catalog VALUES ({product}, 'SKU-TEST-{product}', "
-               f"'Probe', NULL, '{category}', 'Probe', 10.00, true, now())")
+    db.execute(f"INSERT INTO retail.product_catalog (product_id, sku, name, category, brand,"
+               f" unit_price, active, updated_ts) VALUES ({product}, 'SKU-TEST-{product}', "
+               f"'Probe', '{category}', 'Probe', 10.00, true, now())")
     # A line alone in its Gold group, and a line whose customer does not exist yet.
     db.execute(f"INSERT INTO retail.sales_transactions VALUES ({order}, 1, 1, {product}, 2, 10.00, "
                f"0, 'web', NULL, 'completed', '2025-06-01 10:00+00', now())")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import date, datetime
 from decimal import Decimal
 
 import pytest
 
-from bronze.decode import classify, split
+from bronze.decode import IMAGE_FIELDS, classify, split
 from bronze.tables import (CUSTOMER_MASTER, INVENTORY_UPDATES, PRODUCT_CATALOG,
                            SALES_TRANSACTIONS, WEB_CLICKSTREAMS)
 
@@ -125,3 +126,13 @@ def test_inventory_update_needs_its_ordering_field(spark):
                        json.dumps(dict(STOCK, update_ts=None)))
     assert rows[0].quantity_on_hand == 40 and rows[0].dt == "2026-06-01"
     assert [b.error for b in bad] == ["missing field update_ts"]
+
+
+def test_a_cdc_message_names_its_fields_and_a_table_carrying_a_new_one_lands_it(spark):
+    value = envelope("c", after=dict(PRODUCT, weight_grams=250))
+    decoded = classify(kafka(spark, PRODUCT_CATALOG.topic, value), PRODUCT_CATALOG).first()
+    assert decoded[IMAGE_FIELDS] == ",".join(sorted([*PRODUCT, "weight_grams"]))
+    carrying = dataclasses.replace(PRODUCT_CATALOG,
+                                   columns={**PRODUCT_CATALOG.columns, "weight_grams": "int"})
+    (row,), bad = landed(spark, carrying, value)
+    assert bad == [] and row.weight_grams == 250 and row.name == "Kettle"
