@@ -8,7 +8,7 @@ LAKEHOUSE := $(VENV)/bin/lakehouse
 # and the browser (with its driver) in which the tests open the dashboard.
 APT_PACKAGES := postgresql openjdk-17-jdk-headless maven chromium chromium-driver
 
-.PHONY: help install env up services down status seed simulate notebooks scheduler test test-unit bench chaos clean
+.PHONY: help install env up services cluster down status seed simulate notebooks scheduler test test-unit bench chaos clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -42,7 +42,10 @@ up: install env ## the whole demo: services, seed data, live workload
 scheduler: services ## the scheduled mode: Dagster's UI on http://localhost:3000 and its daemon, running every table hourly
 	$(LAKEHOUSE) scheduler up
 
-down: ## stop everything `make up`, `make services` or `make scheduler` started
+cluster: install env ## a Spark standalone master, two workers and HDFS as native processes (README, "Scaling out")
+	$(LAKEHOUSE) cluster up
+
+down: ## stop everything `make up`, `make services`, `make scheduler` or `make cluster` started
 	@if [ -x $(LAKEHOUSE) ]; then $(LAKEHOUSE) down; fi
 
 status: ## health of every service and of the Debezium connector

@@ -125,6 +125,7 @@ class Landing:
             return self.declared
         return dataclasses.replace(self.declared, columns={**self.declared.columns, **self.carried})
 
+
 def carried_columns(spark: SparkSession, table: BronzeTable, settings: Settings) -> dict[str, str]:
     """The columns a Bronze table holds beyond its declared ones and lineage: those its
     source added (or the declaration has since dropped), with their Spark types."""

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from infra.native import cluster
 from infra.native.kafka import NativeConnect, NativeKafka
 from infra.native.postgres import NativePostgres
 from infra.native.process import ServiceError, port_open
@@ -87,6 +88,7 @@ def start(settings: Settings, mode: str = "auto", report=print) -> str:
 
 
 def stop(settings: Settings, report=print) -> None:
+    cluster.stop(settings, report)
     if _mode(settings) == "docker":
         _compose(settings, "down")
     else:
@@ -140,6 +142,8 @@ def status(settings: Settings) -> list[ServiceStatus]:
                       port_open(settings.thrift_bind_host, settings.thrift_port),
                       "JDBC/ODBC server (Spark Thrift server) over the shared catalog"),
     ]
+    result += [ServiceStatus(name, address, healthy, "make cluster")
+               for name, address, healthy in cluster.status(settings)]
     if result[0].healthy:
         result.append(_slot_status(settings))
     if result[2].healthy:

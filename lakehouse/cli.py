@@ -38,6 +38,16 @@ def _services(args, settings):
     return 0
 
 
+def _cluster(args, settings):
+    from infra.native import cluster
+
+    if args.action == "up":
+        cluster.start(settings)
+    else:
+        cluster.stop(settings)
+    return 0
+
+
 def _print_status(statuses) -> None:
     for s in statuses:
         print(f"{s.name:<9} {'healthy' if s.healthy else 'DOWN':<8} {s.address:<30} {s.detail}")
@@ -396,6 +406,10 @@ def parser() -> argparse.ArgumentParser:
     services.add_argument("--mode", choices=["auto", "native", "docker"], default="auto",
                           help="docker when an engine answers, native processes otherwise")
     services.set_defaults(handler=_services)
+    cluster = commands.add_parser("cluster", help="start or stop a Spark standalone cluster "
+                                  "and HDFS on this machine (native processes)")
+    cluster.add_argument("action", choices=["up", "down"])
+    cluster.set_defaults(handler=_cluster)
     up = commands.add_parser("up", help="the whole demo: services, seed data, live workload")
     up.add_argument("--mode", choices=["auto", "native", "docker"], default="auto")
     up.set_defaults(handler=_up)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import os
 import secrets
+from importlib import resources
 from dataclasses import dataclass
 from pathlib import Path
 
 ENV_FILE = Path(".env")
-SECRET_VARIABLES = ("PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD")
+SECRET_VARIABLES = ("PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD", "MINIO_ROOT_PASSWORD")
 # The Postgres role that owns the Hive metastore's database (infra/metastore.py).
 METASTORE_ROLE = "metastore"
 
@@ -52,7 +53,7 @@ def write_env_file(path: Path = ENV_FILE) -> list[str]:
 
 def read_versions(path: Path | None = None) -> dict[str, str]:
     """The pinned service versions of infra/versions.env."""
-    path = path or Path(__file__).resolve().parent.parent / "infra" / "versions.env"
+    path = path or resources.files("infra") / "versions.env"
     versions = {}
     for line in path.read_text().splitlines():
         if line.strip() and not line.lstrip().startswith("#"):
@@ -144,6 +145,18 @@ class Settings:
     thrift_port: int = 10000
     thrift_bind_host: str = "localhost"
     thrift_memory: str = "2g"
+    # `make cluster` (infra/cluster.py): a Spark standalone master with this many workers,
+    # each offering its cores and memory to one executor per application, and HDFS.
+    spark_master_port: int = 7077
+    spark_workers: int = 2
+    spark_worker_cores: int = 1
+    spark_worker_memory: str = "2g"
+    spark_executor_memory: str = "1536m"
+    hdfs_namenode_port: int = 9820
+    # An S3-compatible store other than AWS (MinIO in docker-compose.yml) for an s3a://
+    # warehouse; empty for AWS itself, whose credentials come from its usual chain.
+    s3_endpoint: str = ""
+    s3_access_key: str = "retailmax"
 
     @property
     def pg_password(self) -> str:
@@ -156,6 +169,11 @@ class Settings:
     @property
     def metastore_password(self) -> str:
         return _require("METASTORE_PASSWORD")
+
+    @property
+    def s3_secret_key(self) -> str:
+        """The S3-compatible store's secret: MinIO's root password, which `make env` draws."""
+        return _require("MINIO_ROOT_PASSWORD")
 
     @property
     def metastore_jdbc_url(self) -> str:
@@ -194,6 +212,12 @@ class Settings:
             "HUDI_COMMITS_RETAINED": str(self.commits_retained),
             "METASTORE_DATABASE": self.metastore_database, "THRIFT_PORT": str(self.thrift_port),
             "THRIFT_BIND_HOST": self.thrift_bind_host, "THRIFT_DRIVER_MEMORY": self.thrift_memory,
+            "SPARK_MASTER_PORT": str(self.spark_master_port), "SPARK_WORKERS": str(self.spark_workers),
+            "SPARK_WORKER_CORES": str(self.spark_worker_cores),
+            "SPARK_WORKER_MEMORY": self.spark_worker_memory,
+            "SPARK_EXECUTOR_MEMORY": self.spark_executor_memory,
+            "HDFS_NAMENODE_PORT": str(self.hdfs_namenode_port),
+            "S3_ENDPOINT": self.s3_endpoint, "S3_ACCESS_KEY": self.s3_access_key,
         }
 
     def pg_params(self, **overrides: str) -> dict[str, str]:
@@ -256,4 +280,12 @@ def load() -> Settings:
         thrift_port=_port("THRIFT_PORT", 10000),
         thrift_bind_host=os.environ.get("THRIFT_BIND_HOST", "localhost"),
         thrift_memory=os.environ.get("THRIFT_DRIVER_MEMORY", "2g"),
+        spark_master_port=_port("SPARK_MASTER_PORT", 7077),
+        spark_workers=_positive("SPARK_WORKERS", 2),
+        spark_worker_cores=_positive("SPARK_WORKER_CORES", 1),
+        spark_worker_memory=os.environ.get("SPARK_WORKER_MEMORY", "2g"),
+        spark_executor_memory=os.environ.get("SPARK_EXECUTOR_MEMORY", "1536m"),
+        hdfs_namenode_port=_port("HDFS_NAMENODE_PORT", 9820),
+        s3_endpoint=os.environ.get("S3_ENDPOINT", ""),
+        s3_access_key=os.environ.get("S3_ACCESS_KEY", "retailmax"),
     )

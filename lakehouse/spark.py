@@ -14,6 +14,7 @@ tables it creates first if they are missing.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -32,16 +33,42 @@ def hudi_bundle() -> str:
     return f"org.apache.hudi:hudi-spark{SPARK_LINE}-bundle_{SCALA_BINARY}:{read_versions()['HUDI_VERSION']}"
 
 
-def spark_packages() -> list[str]:
-    return [
+def spark_packages(settings: Settings | None = None) -> list[str]:
+    """The jars every session loads, and for an s3a:// warehouse Hadoop's S3 connector, of
+    the Hadoop release PySpark's client jars come from."""
+    packages = [
         hudi_bundle(),
         f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{pyspark.__version__}",
     ]
+    if settings and settings.warehouse.startswith("s3a://"):
+        packages.append(f"org.apache.hadoop:hadoop-aws:{read_versions()['HADOOP_VERSION']}")
+    return packages
+
+
+def storage_config(settings: Settings) -> dict[str, str]:
+    """What the warehouse's file system needs besides its URL.
+
+    HDFS: closing a file waits until the DataNode has reported its last block to the
+    NameNode; a client that asks too early sleeps 400 ms before asking again, by default.
+    A Hudi commit writes a file per partition it touches (hundreds, for a day-partitioned
+    table's first commit), each closed this way, so the first wait is 10 ms.
+
+    An S3-compatible store other than AWS: its endpoint, by path-style addresses (MinIO's
+    buckets are no host names), with its own keys."""
+    config = {}
+    if settings.warehouse.startswith("hdfs://"):
+        config["spark.hadoop.dfs.client.block.write.locateFollowingBlock.initial.delay.ms"] = "10"
+    if settings.s3_endpoint:
+        config |= {"spark.hadoop.fs.s3a.endpoint": settings.s3_endpoint,
+                   "spark.hadoop.fs.s3a.path.style.access": "true",
+                   "spark.hadoop.fs.s3a.access.key": settings.s3_access_key,
+                   "spark.hadoop.fs.s3a.secret.key": settings.s3_secret_key}
+    return config
 
 
 def session_config(settings: Settings) -> dict[str, str]:
     return {
-        "spark.jars.packages": ",".join(spark_packages()),
+        "spark.jars.packages": ",".join(spark_packages(settings)),
         "spark.jars.ivySettings": str(IVY_SETTINGS),
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
@@ -50,6 +77,10 @@ def session_config(settings: Settings) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         "spark.driver.memory": settings.driver_memory,
+        # On a cluster (SPARK_MASTER=spark://...): each executor's heap, and the Python it
+        # would start for Python code, which is this one (the same environment on every node).
+        "spark.executor.memory": settings.spark_executor_memory,
+        "spark.pyspark.python": sys.executable,
         "spark.ui.enabled": str(settings.spark_ui).lower(),
         # Progress bars are for terminals; jobs log to files and test output.
         "spark.ui.showConsoleProgress": "false",
@@ -69,6 +100,7 @@ def session_config(settings: Settings) -> dict[str, str]:
         # engine, and notebooks collect results.
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         **catalog_config(settings),
+        **storage_config(settings),
     }
 
 

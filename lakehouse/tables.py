@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
+from importlib import resources
+from importlib.resources.abc import Traversable
 
 from lakehouse import quality
 from lakehouse.settings import Settings
@@ -166,8 +167,10 @@ class DerivedTable(Table):
         return self.record_key + tuple(dict.fromkeys(pruned))
 
     @property
-    def transform_path(self) -> Path:
-        return Path(__file__).resolve().parent.parent / self.layer / "transforms" / f"{self.transform}.sql"
+    def transform_path(self) -> Traversable:
+        """Found through the layer's package, so a project submitted as a zip or wheel
+        (`spark-submit --py-files`) finds it as well as a checkout does."""
+        return resources.files(self.layer) / "transforms" / f"{self.transform}.sql"
 
     def transform_sql(self) -> str:
         return self.transform_path.read_text()

@@ -133,3 +133,11 @@ def derived_against_rebuild(spark: SparkSession, settings: Settings, table: Deri
     if exists(spark, table.quarantine.path(settings)):
         actual = actual.unionByName(snapshot(spark, table.quarantine, settings).select(expected.columns))
     return _compare(table.name, expected, actual, list(table.record_key))
+
+
+def derived_between(spark: SparkSession, table: DerivedTable, expected: Settings,
+                    actual: Settings) -> Verdict:
+    """A derived table in one warehouse against the same table in another (a cluster's)."""
+    rows = snapshot(spark, table, expected)
+    return _compare(table.name, rows, snapshot(spark, table, actual).select(rows.columns),
+                    list(table.record_key))

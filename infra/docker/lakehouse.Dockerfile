@@ -1,4 +1,5 @@
-# The project's own image, for the services that are Spark processes (the JDBC server):
+# The project's own image, for the services that are Spark processes (the JDBC server, the
+# cluster profile's Spark master and workers) and the project's pages:
 # Python, a JRE, PySpark and the lakehouse package, with every jar fetched at build time.
 # Built by `docker compose build` (or `up`) from the repository root.
 FROM python:3.11-slim-bookworm

@@ -1,8 +1,8 @@
-"""The Kafka, Kafka Connect and Debezium jars, and the jars Spark needs on its driver's class
-path (the metastore's JDBC driver, Hudi for the JDBC server), resolved once by Maven into
-`.lake/jars/`.
+"""The Kafka, Kafka Connect and Debezium jars, the jars Spark needs on its driver's class
+path (the metastore's JDBC driver, Hudi for the JDBC server), and HDFS's (`make cluster`),
+resolved once by Maven into `.lake/jars/`.
 
-The manifests of the services are the two poms beside this file; versions come from infra/versions.env.
+The manifests of the services are the poms beside this file; versions come from infra/versions.env.
 Maven keeps its own cache (~/.m2), so a second resolution after `rm -rf .lake` is local.
 """
 
@@ -61,6 +61,14 @@ def ensure_jars(state_dir: Path) -> Jars:
     return Jars(kafka_classpath=f"{kafka_dir}/*", plugin_path=plugins)
 
 
+def hadoop_classpath(state_dir: Path) -> str:
+    """The HDFS NameNode's and DataNode's jars (`make cluster`)."""
+    version = read_versions()["HADOOP_VERSION"]
+    target = state_dir / "jars" / f"hadoop-{version}"
+    _resolve("hadoop.pom.xml", "hadoop.version", version, target)
+    return f"{target}/*"
+
+
 def metastore_driver_jar(state_dir: Path) -> Path:
     """The pgjdbc jar. Spark needs it on the driver's class path, not in spark.jars.packages:
     the Hive client's connection pool finds drivers through java.sql.DriverManager, which
@@ -94,6 +102,8 @@ def _copy(coordinates: str, state_dir: Path) -> Path:
 if __name__ == "__main__":
     from lakehouse.settings import load
 
-    resolved = ensure_jars(load().state_dir)
+    state_dir = load().state_dir
+    resolved = ensure_jars(state_dir)
     print(f"jars ready: {resolved.kafka_classpath}, plugins in {resolved.plugin_path}, "
-          f"{metastore_driver_jar(load().state_dir)}, {hudi_bundle_jar(load().state_dir)}")
+          f"{metastore_driver_jar(state_dir)}, {hudi_bundle_jar(state_dir)}, "
+          f"{hadoop_classpath(state_dir)}")

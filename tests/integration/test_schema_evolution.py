@@ -10,11 +10,14 @@ import dataclasses
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
+from bronze import job as bronze_job
 from bronze.job import BronzeError, BronzeJob
+from infra.native.process import wait_until
 from bronze.tables import PRODUCT_CATALOG
 from ingestion.topics import cdc_topic
 from lakehouse.incremental import snapshot
@@ -141,11 +144,14 @@ def test_a_dropped_column_stops_bronze_until_the_declaration_drops_it_and_nothin
 
 
 def test_a_retype_the_declaration_cannot_hold_stops_bronze_until_it_is_reverted(
-        services, spark, db, topic_reader):
+        services, spark, db, topic_reader, monkeypatch):
     drain_until_equal(spark, services, db, tables=(PRODUCT_CATALOG,))
     product, price = db.execute(
         "SELECT product_id, unit_price FROM retail.product_catalog ORDER BY product_id DESC LIMIT 1"
     ).fetchone()
+    monkeypatch.setattr(bronze_job, "REFUSED_RETRY_SECONDS", 2)
+    said: list[str] = []
+    streaming = None
     try:
         db.execute("ALTER TABLE retail.product_catalog ALTER COLUMN unit_price TYPE numeric(14,4)")
         db.execute("UPDATE retail.product_catalog SET unit_price = unit_price + 0.0049,"
@@ -155,9 +161,27 @@ def test_a_retype_the_declaration_cannot_hold_stops_bronze_until_it_is_reverted(
                                               r"which decimal\(12,2\) cannot hold"):
             BronzeJob(spark, services, (PRODUCT_CATALOG,)).drain()
         assert product_row(spark, services, product).unit_price == price
+
+        # Streaming, the table is refused and tried again until the source is reverted.
+        job = BronzeJob(spark, services, (PRODUCT_CATALOG,))
+        streaming = threading.Thread(target=job.run_continuously, args=(1, said.append))
+        streaming.start()
+        wait_until(lambda: len(said) >= 2, 120, "two refusals while streaming", None)
+        assert said[0].startswith("the source schema of retail.product_catalog") and \
+            said[0].endswith("Trying again in 2 s."), said[0]
     finally:
         db.execute("ALTER TABLE retail.product_catalog ALTER COLUMN unit_price TYPE numeric(12,2)")
-    # Reverted at the source, the waiting change lands (rounded to the declared scale, as
-    # Postgres rounded it).
+    # Reverted at the source, the waiting change lands by itself (rounded to the declared
+    # scale, as Postgres rounded it).
+    try:
+        updated_ts = db.execute("SELECT updated_ts FROM retail.product_catalog WHERE product_id = %s",
+                                (product,)).fetchone()[0].replace(tzinfo=None)
+        wait_until(lambda: product_row(spark, services, product).updated_ts == updated_ts, 120,
+                   "the waiting change to land", None)
+        assert product_row(spark, services, product).unit_price == price
+    finally:
+        for query in spark.streams.active:
+            query.stop()
+        if streaming:
+            streaming.join(60)
     drain_until_equal(spark, services, db, tables=(PRODUCT_CATALOG,))
-    assert product_row(spark, services, product).unit_price == price

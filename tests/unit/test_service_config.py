@@ -38,7 +38,23 @@ def test_compose_publishes_the_native_ports():
 def test_every_service_has_a_health_check_and_state_on_named_volumes():
     for name, service in COMPOSE["services"].items():
         assert "healthcheck" in service, name
-    assert set(COMPOSE["volumes"]) == {"postgres-data", "kafka-data"}
+    assert set(COMPOSE["volumes"]) == {"postgres-data", "kafka-data", "minio-data"}
+
+
+def test_the_compose_cluster_runs_the_native_clusters_daemons_and_an_s3_store():
+    from infra.native.cluster import daemons
+    from lakehouse.settings import load
+
+    services = COMPOSE["services"]
+    profiled = {name for name, service in services.items() if service.get("profiles") == ["cluster"]}
+    assert profiled == {"spark-master", "spark-worker-1", "spark-worker-2", "minio"}
+    spark = {name: services[name]["command"] for name in profiled - {"minio"}}
+    assert spark == {name: ["python", "-m", "infra.native.cluster", name] for name in spark}
+    assert set(spark) <= {daemon.name for daemon in daemons(load())}
+    known = set(load().environment())
+    assert all(set(services[name]["environment"]) <= known for name in spark)
+    assert services["minio"]["image"].startswith("${MINIO_IMAGE")
+    assert "local/retailmax" in services["minio"]["command"][0]
 
 
 def test_the_project_image_runs_the_native_mode_commands_on_the_settings_they_read():
@@ -79,7 +95,8 @@ def test_compose_file_is_valid_for_docker_compose_when_available():
          str(ROOT / "infra/versions.env"), "config", "--quiet"],
         capture_output=True, text=True,
         env={"PATH": "/usr/bin:/bin", "PGPASSWORD": "x", "DEBEZIUM_PASSWORD": "y",
-             "METASTORE_PASSWORD": "z", "LAKEHOUSE_WAREHOUSE": "/tmp/warehouse"})
+             "METASTORE_PASSWORD": "z", "MINIO_ROOT_PASSWORD": "w",
+             "LAKEHOUSE_WAREHOUSE": "/tmp/warehouse"})
     assert result.returncode == 0, result.stderr
 
 

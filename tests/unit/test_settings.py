@@ -5,7 +5,7 @@ from lakehouse import settings
 
 @pytest.fixture
 def clean_env(monkeypatch, tmp_path):
-    for name in ("PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD", "PGPORT",
+    for name in ("PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD", "MINIO_ROOT_PASSWORD", "PGPORT",
                  "KAFKA_BOOTSTRAP_SERVERS", "CONNECT_URL", "METASTORE_DATABASE", "THRIFT_PORT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
@@ -20,7 +20,8 @@ def test_missing_secret_names_the_variable(clean_env):
 
 
 def test_env_file_is_written_once_and_read(clean_env, monkeypatch):
-    assert settings.write_env_file() == ["PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD"]
+    assert settings.write_env_file() == ["PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD",
+                                         "MINIO_ROOT_PASSWORD"]
     first = (clean_env / ".env").read_text()
     assert settings.write_env_file() == []
     assert (clean_env / ".env").read_text() == first
@@ -63,3 +64,20 @@ def test_a_child_process_given_the_environment_loads_the_same_settings(clean_env
     for name, value in custom.environment().items():
         monkeypatch.setenv(name, value)
     assert settings.load() == custom
+
+
+def test_an_s3a_warehouse_brings_hadoops_s3_connector_and_the_stores_endpoint(clean_env, monkeypatch):
+    import dataclasses
+
+    from lakehouse.spark import session_config
+
+    monkeypatch.setenv("MINIO_ROOT_PASSWORD", "secret")
+    local = dataclasses.replace(settings.load(), metastore_database="")
+    assert "hadoop-aws" not in session_config(local)["spark.jars.packages"]
+    on_minio = dataclasses.replace(local, warehouse="s3a://retailmax/warehouse",
+                                   s3_endpoint="http://127.0.0.1:9000")
+    config = session_config(on_minio)
+    assert config["spark.jars.packages"].endswith(",org.apache.hadoop:hadoop-aws:3.3.4")
+    assert (config["spark.hadoop.fs.s3a.endpoint"], config["spark.hadoop.fs.s3a.path.style.access"],
+            config["spark.hadoop.fs.s3a.access.key"], config["spark.hadoop.fs.s3a.secret.key"]) == \
+        ("http://127.0.0.1:9000", "true", "retailmax", "secret")

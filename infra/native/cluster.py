@@ -1,0 +1,317 @@
+"""A Spark standalone cluster and HDFS as native processes, for `make cluster`.
+
+Spark's master and workers come from PySpark's own jars: the pip package has `bin/spark-class`
+but no `sbin/` start scripts, so each daemon is `spark-class <main class>` under a pid file,
+as the other native services are. HDFS is one NameNode and one DataNode from the Hadoop jars
+(infra/native/hadoop.pom.xml), the release PySpark's client jars come from. Logs go to
+`.lake/logs/`, state to `.lake/cluster/`.
+
+Ports besides the two that clients use (SPARK_MASTER_PORT, HDFS_NAMENODE_PORT) are fixed
+here; the web UIs are on 127.0.0.1 only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from abc import ABC, abstractmethod
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+import pyspark
+import requests
+
+from infra.native.jars import hadoop_classpath
+from infra.native.process import BackgroundProcess, ServiceError, ensure_port_free, port_open, wait_until
+from lakehouse.settings import Settings
+
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+HOST = "127.0.0.1"
+MASTER_UI_PORT = 8090
+FIRST_WORKER_UI_PORT = 8091
+NAMENODE_UI_PORT = 9870
+DATANODE_PORTS = {"dfs.datanode.address": 9866, "dfs.datanode.http.address": 9864,
+                  "dfs.datanode.ipc.address": 9867}
+# Each daemon's own heap; what a worker offers executors is SPARK_WORKER_MEMORY.
+DAEMON_HEAP = "512m"
+
+
+def master_url(settings: Settings) -> str:
+    return f"spark://{HOST}:{settings.spark_master_port}"
+
+
+def hdfs_url(settings: Settings) -> str:
+    return f"hdfs://{HOST}:{settings.hdfs_namenode_port}"
+
+
+class ClusterDaemon(ABC):
+    """One daemon of the cluster, supervised by a pid file like the other native services."""
+
+    name: str
+    address: str
+    startup_timeout: float = 90
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.process = BackgroundProcess(self.name, settings.state_dir / "run",
+                                         settings.state_dir / "logs")
+        self.log = self.process.log
+        self.home = settings.state_dir / "cluster"
+
+    def running(self) -> bool:
+        return self.process.running()
+
+    def start(self) -> None:
+        if self.running():
+            return
+        self.prepare()
+        self.process.start(self.command(), env=self.environment())
+        wait_until(self.healthy, self.startup_timeout, f"{self.name} (log {self.log})", self.log,
+                   alive=self.process.running)
+
+    def run_in_foreground(self) -> None:
+        """Becomes the daemon (a container's main process, docker-compose.yml)."""
+        self.prepare()
+        command = self.command()
+        os.execvpe(command[0], command, {**os.environ, **self.environment()})
+
+    def prepare(self) -> None:
+        for port, variable in self.ports():
+            ensure_port_free(self.name, port, variable)
+
+    def stop(self) -> None:
+        self.process.stop()
+
+    def kill(self) -> None:
+        """Kills the daemon and what it started (a worker's executors), as a lost machine."""
+        self.process.kill()
+
+    @abstractmethod
+    def ports(self) -> list[tuple[int, str]]:
+        """The ports it listens on, each with the variable that moves it."""
+
+    @abstractmethod
+    def command(self) -> list[str]: ...
+
+    def environment(self) -> dict[str, str]:
+        return {}
+
+    @abstractmethod
+    def healthy(self) -> bool: ...
+
+
+class HdfsDaemon(ClusterDaemon):
+    main_class: str
+
+    def command(self) -> list[str]:
+        conf = write_hadoop_conf(self.settings)
+        return ["java", f"-Xmx{DAEMON_HEAP}", "-cp",
+                f"{conf}:{hadoop_classpath(self.settings.state_dir)}", self.main_class]
+
+    def _namenode_info(self) -> dict | None:
+        try:
+            answer = requests.get(f"http://{HOST}:{NAMENODE_UI_PORT}/jmx",
+                                  params={"qry": "Hadoop:service=NameNode,name=NameNodeInfo"},
+                                  timeout=2)
+            return answer.json()["beans"][0] if answer.ok and answer.json()["beans"] else None
+        except (requests.RequestException, ValueError, KeyError):
+            return None
+
+
+class NameNode(HdfsDaemon):
+    name = "hdfs-namenode"
+    main_class = "org.apache.hadoop.hdfs.server.namenode.NameNode"
+
+    @property
+    def address(self) -> str:
+        return hdfs_url(self.settings)
+
+    def ports(self):
+        return [(self.settings.hdfs_namenode_port, "HDFS_NAMENODE_PORT"),
+                (NAMENODE_UI_PORT, "HDFS_NAMENODE_PORT")]
+
+    def prepare(self) -> None:
+        super().prepare()
+        if (self.home / "hdfs" / "name" / "current" / "VERSION").exists():
+            return
+        result = subprocess.run([*self.command(), "-format", "-nonInteractive"],
+                                capture_output=True, text=True)
+        if result.returncode != 0:
+            raise ServiceError(f"Formatting the NameNode failed:\n{result.stdout[-2000:]}"
+                               f"{result.stderr[-2000:]}")
+
+    def healthy(self) -> bool:
+        return port_open(HOST, self.settings.hdfs_namenode_port) and self._namenode_info() is not None
+
+
+class DataNode(HdfsDaemon):
+    name = "hdfs-datanode"
+    main_class = "org.apache.hadoop.hdfs.server.datanode.DataNode"
+    address = f"{HOST}:{DATANODE_PORTS['dfs.datanode.address']}"
+
+    def ports(self):
+        return [(port, "HDFS_NAMENODE_PORT") for port in DATANODE_PORTS.values()]
+
+    def healthy(self) -> bool:
+        """Registered with the NameNode, which has left safe mode: HDFS takes writes."""
+        info = self._namenode_info()
+        return bool(info and json.loads(info.get("LiveNodes") or "{}") and not info.get("Safemode"))
+
+
+class SparkDaemon(ClusterDaemon):
+    main_class: str
+
+    def command(self) -> list[str]:
+        return [str(SPARK_HOME / "bin" / "spark-class"), self.main_class, *self.arguments()]
+
+    def environment(self) -> dict[str, str]:
+        return {"SPARK_HOME": str(SPARK_HOME), "SPARK_DAEMON_MEMORY": DAEMON_HEAP}
+
+    @abstractmethod
+    def arguments(self) -> list[str]: ...
+
+    def _master_state(self) -> dict | None:
+        try:
+            answer = requests.get(f"http://{HOST}:{MASTER_UI_PORT}/json", timeout=2)
+            return answer.json() if answer.ok else None
+        except (requests.RequestException, ValueError):
+            return None
+
+
+class SparkMaster(SparkDaemon):
+    name = "spark-master"
+    main_class = "org.apache.spark.deploy.master.Master"
+
+    @property
+    def address(self) -> str:
+        return master_url(self.settings)
+
+    def ports(self):
+        return [(self.settings.spark_master_port, "SPARK_MASTER_PORT"),
+                (MASTER_UI_PORT, "SPARK_MASTER_PORT")]
+
+    def arguments(self) -> list[str]:
+        return ["--host", HOST, "--port", str(self.settings.spark_master_port),
+                "--webui-port", str(MASTER_UI_PORT)]
+
+    def healthy(self) -> bool:
+        state = self._master_state()
+        return bool(state and state.get("status") == "ALIVE")
+
+
+class SparkWorker(SparkDaemon):
+    main_class = "org.apache.spark.deploy.worker.Worker"
+
+    def __init__(self, settings: Settings, number: int):
+        self.number = number
+        self.name = f"spark-worker-{number}"
+        super().__init__(settings)
+
+    @property
+    def ui_port(self) -> int:
+        return FIRST_WORKER_UI_PORT + self.number - 1
+
+    @property
+    def address(self) -> str:
+        return f"http://{HOST}:{self.ui_port}/"
+
+    def ports(self):
+        return [(self.ui_port, "SPARK_WORKERS")]
+
+    def arguments(self) -> list[str]:
+        return ["--host", HOST, "--cores", str(self.settings.spark_worker_cores),
+                "--memory", self.settings.spark_worker_memory, "--webui-port", str(self.ui_port),
+                master_url(self.settings)]
+
+    def environment(self) -> dict[str, str]:
+        # Executors' logs and the files they are sent (jars, --py-files) live here.
+        work = self.home / "work" / self.name
+        work.mkdir(parents=True, exist_ok=True)
+        return {**super().environment(), "SPARK_WORKER_DIR": str(work)}
+
+    def healthy(self) -> bool:
+        state = self._master_state()
+        return bool(state) and any(
+            w.get("state") == "ALIVE" and w.get("webuiaddress", "").endswith(f":{self.ui_port}")
+            for w in state.get("workers", []))
+
+
+def daemons(settings: Settings) -> list[ClusterDaemon]:
+    """In start order: HDFS, then Spark's master and its workers."""
+    return [NameNode(settings), DataNode(settings), SparkMaster(settings),
+            *(SparkWorker(settings, n) for n in range(1, settings.spark_workers + 1))]
+
+
+def write_hadoop_conf(settings: Settings) -> Path:
+    """The configuration directory both HDFS daemons run with (it is on their class path)."""
+    home = settings.state_dir / "cluster"
+    conf = home / "hadoop-conf"
+    properties = {
+        "core-site.xml": {"fs.defaultFS": hdfs_url(settings)},
+        "hdfs-site.xml": {
+            "dfs.namenode.name.dir": str(home / "hdfs" / "name"),
+            "dfs.datanode.data.dir": str(home / "hdfs" / "data"),
+            "dfs.namenode.rpc-bind-host": HOST,
+            "dfs.namenode.http-address": f"{HOST}:{NAMENODE_UI_PORT}",
+            **{key: f"{HOST}:{port}" for key, port in DATANODE_PORTS.items()},
+            # One DataNode: one copy of each block.
+            "dfs.replication": "1",
+            # Hudi and Spark write as the user running them; there is one.
+            "dfs.permissions.enabled": "false",
+            # Leave safe mode as soon as the blocks are reported, not 30 s later.
+            "dfs.namenode.safemode.extension": "0",
+        },
+    }
+    for name, values in properties.items():
+        conf.mkdir(parents=True, exist_ok=True)
+        rows = "".join(f"  <property><name>{key}</name><value>{escape(value)}</value></property>\n"
+                       for key, value in values.items())
+        (conf / name).write_text(f"<configuration>\n{rows}</configuration>\n")
+    (conf / "log4j.properties").write_text(
+        "log4j.rootLogger=INFO, console\n"
+        "log4j.appender.console=org.apache.log4j.ConsoleAppender\n"
+        "log4j.appender.console.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{1}: %m%n\n")
+    # The daemons' web servers look their static pages up on the class path; Maven's jars do
+    # not carry them (the Hadoop tarball does), and empty folders serve the JMX API all the same.
+    for webapp in ("hdfs", "datanode"):
+        (conf / "webapps" / webapp).mkdir(parents=True, exist_ok=True)
+    return conf
+
+
+def start(settings: Settings, report=print) -> None:
+    for daemon in daemons(settings):
+        began = time.monotonic()
+        daemon.start()
+        report(f"{daemon.name:<14} healthy in {time.monotonic() - began:5.1f} s (log {daemon.log})")
+    report(f"Spark master {master_url(settings)} (UI http://{HOST}:{MASTER_UI_PORT}/), "
+           f"HDFS {hdfs_url(settings)} (UI http://{HOST}:{NAMENODE_UI_PORT}/). Run the jobs on it "
+           f"with SPARK_MASTER={master_url(settings)} "
+           f"LAKEHOUSE_WAREHOUSE={hdfs_url(settings)}/retailmax/warehouse")
+
+
+def stop(settings: Settings, report=print) -> None:
+    for daemon in reversed(daemons(settings)):
+        if daemon.running():
+            daemon.stop()
+            report(f"{daemon.name:<14} stopped")
+
+
+def status(settings: Settings) -> list[tuple[str, str, bool]]:
+    """(daemon, address, healthy) of each daemon, when the cluster runs at all."""
+    found = daemons(settings)
+    if not any(daemon.running() for daemon in found):
+        return []
+    return [(daemon.name, daemon.address, daemon.running() and daemon.healthy()) for daemon in found]
+
+
+if __name__ == "__main__":
+    from lakehouse.settings import load
+
+    by_name = {daemon.name: daemon for daemon in daemons(load())}
+    if len(sys.argv) != 2 or sys.argv[1] not in by_name:
+        sys.exit(f"usage: python -m infra.native.cluster {{{','.join(by_name)}}}")
+    by_name[sys.argv[1]].run_in_foreground()
