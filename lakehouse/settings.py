@@ -152,6 +152,9 @@ class Settings:
     spark_worker_cores: int = 1
     spark_worker_memory: str = "2g"
     spark_executor_memory: str = "1536m"
+    # The cores one application may take on a standalone cluster (0: all it can get, Spark's
+    # default). `lakehouse run --continuous` is two applications, so it needs a share each.
+    spark_cores_max: int = 0
     hdfs_namenode_port: int = 9820
     # An S3-compatible store other than AWS (MinIO in docker-compose.yml) for an s3a://
     # warehouse; empty for AWS itself, whose credentials come from its usual chain.
@@ -216,6 +219,7 @@ class Settings:
             "SPARK_WORKER_CORES": str(self.spark_worker_cores),
             "SPARK_WORKER_MEMORY": self.spark_worker_memory,
             "SPARK_EXECUTOR_MEMORY": self.spark_executor_memory,
+            "SPARK_CORES_MAX": str(self.spark_cores_max),
             "HDFS_NAMENODE_PORT": str(self.hdfs_namenode_port),
             "S3_ENDPOINT": self.s3_endpoint, "S3_ACCESS_KEY": self.s3_access_key,
         }
@@ -285,6 +289,7 @@ def load() -> Settings:
         spark_worker_cores=_positive("SPARK_WORKER_CORES", 1),
         spark_worker_memory=os.environ.get("SPARK_WORKER_MEMORY", "2g"),
         spark_executor_memory=os.environ.get("SPARK_EXECUTOR_MEMORY", "1536m"),
+        spark_cores_max=_count("SPARK_CORES_MAX", 0),
         hdfs_namenode_port=_port("HDFS_NAMENODE_PORT", 9820),
         s3_endpoint=os.environ.get("S3_ENDPOINT", ""),
         s3_access_key=os.environ.get("S3_ACCESS_KEY", "retailmax"),

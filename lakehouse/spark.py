@@ -101,6 +101,7 @@ def session_config(settings: Settings) -> dict[str, str]:
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         **catalog_config(settings),
         **storage_config(settings),
+        **({"spark.cores.max": str(settings.spark_cores_max)} if settings.spark_cores_max else {}),
     }
 
 

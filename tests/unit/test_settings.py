@@ -81,3 +81,15 @@ def test_an_s3a_warehouse_brings_hadoops_s3_connector_and_the_stores_endpoint(cl
     assert (config["spark.hadoop.fs.s3a.endpoint"], config["spark.hadoop.fs.s3a.path.style.access"],
             config["spark.hadoop.fs.s3a.access.key"], config["spark.hadoop.fs.s3a.secret.key"]) == \
         ("http://127.0.0.1:9000", "true", "retailmax", "secret")
+
+
+def test_an_applications_share_of_a_clusters_cores_is_set_only_when_asked(clean_env, monkeypatch):
+    import dataclasses
+
+    from lakehouse.spark import session_config
+
+    local = dataclasses.replace(settings.load(), metastore_database="")
+    assert "spark.cores.max" not in session_config(local)
+    monkeypatch.setenv("SPARK_CORES_MAX", "1")
+    assert session_config(dataclasses.replace(settings.load(), metastore_database=""))[
+        "spark.cores.max"] == "1"
