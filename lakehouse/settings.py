@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import secrets
-from importlib import resources
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 ENV_FILE = Path(".env")
@@ -145,7 +145,7 @@ class Settings:
     thrift_port: int = 10000
     thrift_bind_host: str = "localhost"
     thrift_memory: str = "2g"
-    # `make cluster` (infra/cluster.py): a Spark standalone master with this many workers,
+    # `make cluster` (infra/native/cluster.py): a Spark standalone master with this many workers,
     # each offering its cores and memory to one executor per application, and HDFS.
     spark_master_port: int = 7077
     spark_workers: int = 2
