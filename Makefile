@@ -8,7 +8,7 @@ LAKEHOUSE := $(VENV)/bin/lakehouse
 # and the browser (with its driver) in which the tests open the dashboard.
 APT_PACKAGES := postgresql openjdk-17-jdk-headless maven chromium chromium-driver
 
-.PHONY: help install env up services cluster down status seed simulate notebooks scheduler test test-unit bench chaos clean
+.PHONY: help install env up services cluster down status seed simulate notebooks scheduler test test-unit test-long bench chaos clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -61,7 +61,10 @@ notebooks: install env ## open JupyterLab on notebooks/ with the project's envir
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 --port=$${NOTEBOOK_PORT:-8888}
 
 test: install env ## unit and integration tests (starts the native services when needed)
-	$(VENV)/bin/pytest -q --durations=10
+	$(VENV)/bin/pytest -q --durations=15 -m "not long"
+
+test-long: install env ## the long integration tests: the fault matrix (one kill per part) and the cluster pass (~10 min)
+	$(VENV)/bin/pytest -q --durations=5 -m long
 
 test-unit: install ## unit tests only (no services)
 	$(VENV)/bin/pytest -q tests/unit

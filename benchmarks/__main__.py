@@ -6,7 +6,8 @@ they would compete for the same cores and write to the same source tables. Parts
 `run` (a scheduled `lakehouse run` after 400 source transactions, on the source as the
 10,000-line seed leaves it when it starts from empty), `scheduler` (what running each table
 as a Dagster asset adds to its command), `commits` (the fixed cost of a small
-Hudi commit, lever by lever), `freshness` (the demo's workers running, how long a sale
+Hudi commit, lever by lever), `layout` (partition granularity, codec and bloom filters at
+the demo's size and at 10,000,000 sales lines, on tables of its own), `freshness` (the demo's workers running, how long a sale
 takes from Postgres to Gold), `bronze`, `derived` (which grows the source tables to its
 largest size, 1,000,000 sales lines by default, and leaves them so: `make clean` starts
 over) and `serving` (the three read paths over the Gold the derived part built).
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import pyspark
 
-from benchmarks import bronze, commits, derived, freshness, run, scheduler, serving
+from benchmarks import bronze, commits, derived, freshness, layout, run, scheduler, serving
 from benchmarks.report import header
 from infra import stack
 from ingestion.seed import SeedSize, seed
@@ -33,7 +34,7 @@ from lakehouse import settings as settings_module
 from lakehouse.settings import read_versions
 
 RESULTS = Path(__file__).resolve().parent / "results"
-PARTS = ("run", "scheduler", "commits", "freshness", "bronze", "derived", "serving")
+PARTS = ("run", "scheduler", "commits", "layout", "freshness", "bronze", "derived", "serving")
 
 
 def machine() -> dict:
@@ -125,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit-base-rows", type=int, default=100_000,
                         help="rows in the table the small commits go to")
     parser.add_argument("--commits", type=int, default=12, help="small commits per variant")
+    parser.add_argument("--layout-sizes", type=_sizes, default=[10_000, 10_000_000],
+                        help="sales-line counts to compare table layouts at (comma-separated)")
     parser.add_argument("--probes", type=int, default=24,
                         help="sales written while the demo runs, each timed to Gold")
     parser.add_argument("--probe-spacing", type=float, default=10,
@@ -173,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
             results = {"machine": machine(),
                        **commits.measure(session, bench, args.commit_base_rows, args.commits)}
             _write("commits", results, commits.markdown(results))
+        if args.only in (None, "layout"):
+            results = {"machine": machine(),
+                       **layout.measure(session, bench, args.layout_sizes, args.commits)}
+            _write("layout", results, layout.markdown(results))
         if args.only in (None, "freshness"):
             results = {"machine": machine(),
                        **freshness.measure(session, bench, args.probes, args.probe_spacing)}

@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import MapType, StringType, StructField, StructType
 
 from bronze.tables import DEBEZIUM, BronzeTable
+from lakehouse.layout import partition_value, with_partition_field
 
 CDC_OPS = ("c", "r", "u", "d")
 MOVED_FROM = "_moved_from"
@@ -81,8 +82,8 @@ def _kafka_columns(raw: DataFrame) -> DataFrame:
     )
 
 
-def _partition_value(image: Column, table: BronzeTable) -> Column:
-    """The partition column's value for a row image (its string fields, as parsed)."""
+def _partition_column(image: Column, table: BronzeTable) -> Column:
+    """The partitioning column's value for a row image (its string fields, as parsed)."""
     partitioning = table.partitioning
     if partitioning.from_ts:
         return F.date_format(image[partitioning.from_ts].cast("timestamp"), "yyyy-MM-dd")
@@ -115,10 +116,11 @@ def _debezium(messages: DataFrame, table: BronzeTable) -> DataFrame:
     # An update that changes the partition value leaves a copy in the old partition unless
     # the write deletes it there: the bucket index only looks in the row's new partition.
     moved_from = []
-    if table.partitioning:
-        before = _partition_value(F.col("_m.before"), table)
-        moved_from = [F.when((op == "u") & ~before.eqNullSafe(_partition_value(F.col("_image"), table)),
-                             before).alias(MOVED_FROM)]
+    if table.partition_field:
+        before, after = (_partition_column(F.col(image), table) for image in ("_m.before", "_image"))
+        moved = ~partition_value(table.partitioning, before).eqNullSafe(
+            partition_value(table.partitioning, after))
+        moved_from = [F.when((op == "u") & moved, before).alias(MOVED_FROM)]
     return parsed.select(
         *KAFKA_COLUMNS, "_image", *moved_from,
         F.array_join(F.array_sort(F.map_keys("_image")), ",").alias(IMAGE_FIELDS),
@@ -151,7 +153,7 @@ def classify(raw: DataFrame, table: BronzeTable) -> DataFrame:
     columns = [_typed(F.col("_image")[name], spark_type).alias(name)
                for name, spark_type in table.columns.items()]
     if table.partitioning and table.partitioning.from_ts:
-        columns.append(_partition_value(F.col("_image"), table).alias(table.partitioning.column))
+        columns.append(_partition_column(F.col("_image"), table).alias(table.partitioning.column))
     # The raw message is only kept for quarantine; for good rows it would be dead weight.
     failed = F.col("error").isNotNull()
     raw_columns = [F.when(failed, F.col(name)).alias(name) for name in ("raw_key", "raw_value")]
@@ -160,10 +162,11 @@ def classify(raw: DataFrame, table: BronzeTable) -> DataFrame:
 
 
 def lineage_columns(table: BronzeTable) -> tuple[str, ...]:
-    """The columns of a Bronze row besides the source's: its partition column when derived,
+    """The columns of a Bronze row besides the source's: its partition columns when derived,
     where the change came from, and when it landed."""
-    partition = ((table.partitioning.column,)
-                 if table.partitioning and table.partitioning.column not in table.columns else ())
+    partitioning = table.partitioning
+    derived = (partitioning.column, partitioning.field) if partitioning else ()
+    partition = tuple(dict.fromkeys(c for c in derived if c and c not in table.columns))
     cdc = ("_op", "_source_lsn", "_source_ts") if table.envelope == DEBEZIUM else ()
     return (*partition, *cdc, "_ingested_at", "_kafka_topic", "_kafka_partition", "_kafka_offset",
             "_hoodie_is_deleted")
@@ -179,12 +182,13 @@ def split(classified: DataFrame, table: BronzeTable) -> tuple[DataFrame, DataFra
     every field the checks read.
     """
     now = F.current_timestamp()
-    decoded = classified.where(F.col("error").isNull())
+    decoded = with_partition_field(classified.where(F.col("error").isNull()), table)
     rows = decoded.select(*table.columns, *(now.alias(name) if name == "_ingested_at" else name
                                             for name in lineage_columns(table)))
     if MOVED_FROM in classified.columns:
-        old_copies = (decoded.where(F.col(MOVED_FROM).isNotNull())
-                      .withColumn(table.partitioning.column, F.col(MOVED_FROM))
+        old_copies = (with_partition_field(decoded.where(F.col(MOVED_FROM).isNotNull())
+                                           .withColumn(table.partitioning.column, F.col(MOVED_FROM)),
+                                           table)
                       .withColumn("_ingested_at", now)
                       .withColumn("_hoodie_is_deleted", F.lit(True)))
         rows = rows.unionByName(old_copies.select(rows.columns))

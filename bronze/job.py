@@ -28,9 +28,8 @@ from bronze.decode import IMAGE_FIELDS, classify, lineage_columns, split
 from bronze.schema import (SchemaChange, SourceColumn, reconcile, source_columns,
                            unexplained_fields)
 from bronze.tables import BRONZE_TABLES, DEBEZIUM, BronzeTable
-from lakehouse import catalog
+from lakehouse import catalog, layout
 from lakehouse.settings import Settings
-from lakehouse.tables import hudi_options
 
 
 # How long a continuously streamed table whose batch was refused waits before trying again.
@@ -63,18 +62,16 @@ def checkpoint_location(settings: Settings, table: BronzeTable) -> str:
     return f"{settings.checkpoints.rstrip('/')}/bronze/{table.name}"
 
 
-def write_upserts(frame: DataFrame, table, settings: Settings) -> None:
-    frame.write.format("hudi").options(**hudi_options(table, settings)).mode("append").save(
-        table.path(settings))
-    catalog.ensure_registered(frame.sparkSession, settings, table)
-
-
 class Landing:
     """Lands the batches of one Bronze table, carrying the columns its source has added
     beyond the declared ones (bronze/schema.py)."""
 
     def __init__(self, spark: SparkSession, table: BronzeTable, settings: Settings):
         self.declared, self.settings = table, settings
+        for landed in (table, table.quarantine):
+            relaid = layout.ensure(spark, settings, landed)
+            if relaid:
+                print(relaid, flush=True)
         # The table's own schema remembers what earlier batches carried, so a restart (or a
         # batch while the source is down) writes every column the table has.
         self.carried = carried_columns(spark, table, settings)
@@ -106,9 +103,9 @@ class Landing:
             row_count = messages - bad_count
             rows, quarantined = split(classified, table)
             if row_count:
-                write_upserts(rows, table, self.settings)
+                layout.write(rows, table, self.settings, "upsert")
             if bad_count:
-                write_upserts(quarantined, table.quarantine, self.settings)
+                layout.write(quarantined, table.quarantine, self.settings, "upsert")
             return messages, row_count, bad_count
         finally:
             classified.unpersist()

@@ -99,7 +99,7 @@ CUSTOMER_MASTER = BronzeTable(
     envelope=DEBEZIUM,
     record_key=("customer_id",),
     ordering=CDC_ORDERING,
-    partitioning=Partitioning("country"),
+    partitioning=Partitioning("country", by="none"),
     columns={
         "customer_id": "bigint", "first_name": "string", "last_name": "string",
         "email": "string", "phone": "string", "birth_date": "date", "city": "string",
@@ -141,7 +141,7 @@ SALES_TRANSACTIONS = BronzeTable(
     envelope=DEBEZIUM,
     record_key=("order_id", "line_item_id"),
     ordering=CDC_ORDERING,
-    partitioning=Partitioning("dt", from_ts="transaction_ts"),
+    partitioning=Partitioning("dt", by="month", from_ts="transaction_ts"),
     columns={
         "order_id": "bigint", "line_item_id": "int", "customer_id": "bigint",
         "product_id": "bigint", "quantity": "int", "unit_price": "decimal(12,2)",
@@ -157,7 +157,7 @@ WEB_CLICKSTREAMS = BronzeTable(
     envelope=JSON_EVENTS,
     record_key=("event_id",),
     ordering=("event_ts",),
-    partitioning=Partitioning("dt", from_ts="event_ts"),
+    partitioning=Partitioning("dt", by="month", from_ts="event_ts"),
     columns={
         "event_id": "string", "session_id": "string", "customer_id": "bigint",
         "event_type": "string", "page_url": "string", "product_id": "bigint",
@@ -172,9 +172,11 @@ INVENTORY_UPDATES = BronzeTable(
     envelope=JSON_EVENTS,
     record_key=("sku", "location_id"),
     ordering=("update_ts",),
-    # A position lives in the day of its latest report, and an event carries no before-image
-    # to tell which day that was: the one Bronze table that needs the global record index.
-    partitioning=Partitioning("dt", from_ts="update_ts", moves_unseen=True),
+    # One row per stock position: as large as the catalog times the locations, whatever the
+    # time. A position would move to the partition of its latest report with nothing to say
+    # where it was (an event has no before-image), so the table is not partitioned; `dt`
+    # stays a column, the day of that report, which Silver reads by.
+    partitioning=Partitioning("dt", by="none", from_ts="update_ts"),
     columns={
         "sku": "string", "location_id": "string", "quantity_on_hand": "int",
         "change_qty": "int", "reason": "string", "update_ts": "timestamp",

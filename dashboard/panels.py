@@ -14,6 +14,8 @@ from decimal import Decimal
 
 import pandas as pd
 
+from lakehouse.files import Storage
+
 # Gold's daily sales by (order_date, product_category, region), as sources.daily_sales reads it.
 SALES_COLUMNS = ("order_date", "product_category", "region", "total_sales_amount",
                  "total_orders", "units_sold", "line_count")
@@ -172,19 +174,29 @@ class TableState:
     oldest_waiting: datetime | None = None
     waiting: int | None = None  # Bronze: messages in Kafka past its checkpoint
     lag_known: bool = True  # false when the input could not be asked (Kafka down)
+    storage: Storage | None = None  # its data files, when storage could be listed
+
+
+FRESHNESS_COLUMNS = ["layer", "table", "last commit (UTC)", "seconds since commit",
+                     "lag behind source (s)", "messages waiting", "partitions", "data files",
+                     "MiB", "average file KiB"]
 
 
 def freshness(states: list[TableState], now: datetime) -> pd.DataFrame:
     """Per table: its last commit, how long ago, and its lag behind its source: how long
-    the oldest change it has not taken yet has waited (0 when it has taken all)."""
+    the oldest change it has not taken yet has waited (0 when it has taken all); and its
+    data files (every version the cleaner keeps), where many small ones would show."""
     rows = [{"layer": s.layer, "table": s.name, "last commit (UTC)": s.last_commit,
              "seconds since commit": _seconds(now, s.last_commit),
              "lag behind source (s)": (_seconds(now, s.oldest_waiting) if s.oldest_waiting
                                        else 0.0 if s.lag_known else None),
-             "messages waiting": s.waiting}
+             "messages waiting": s.waiting,
+             **({"partitions": s.storage.partitions, "data files": s.storage.files,
+                 "MiB": round(s.storage.bytes / 2**20, 2),
+                 "average file KiB": round(s.storage.average_bytes / 2**10, 1)}
+                if s.storage else {})}
             for s in states]
-    return pd.DataFrame(rows, columns=["layer", "table", "last commit (UTC)", "seconds since commit",
-                                       "lag behind source (s)", "messages waiting"])
+    return pd.DataFrame(rows, columns=FRESHNESS_COLUMNS)
 
 
 def _seconds(now: datetime, then: datetime | None) -> float | None:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 import psycopg
+import pyarrow
+import pyarrow.fs
 import requests
 from hudi import HudiTable
 
@@ -27,6 +29,7 @@ from infra import stack
 from infra.native.process import port_open
 from lakehouse import demo
 from lakehouse.catalog import derived_tables
+from lakehouse.files import Storage, storage
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Table, quality_results_table
 from lakehouse.timeline import CONSUMED_KEY
@@ -111,8 +114,8 @@ def bronze_commits(settings: Settings) -> pd.DataFrame:
 
 
 def table_states(settings: Settings) -> list[TableState]:
-    """Every declared Bronze, Silver and Gold table, in pipeline order, with its last commit
-    and the oldest change waiting for it."""
+    """Every declared Bronze, Silver and Gold table, in pipeline order, with its last commit,
+    the oldest change waiting for it and its data files."""
     completions = {table.name: _completions(settings, table)
                    for table in [*BRONZE_TABLES, *derived_tables()]}
     states = []
@@ -120,18 +123,34 @@ def table_states(settings: Settings) -> list[TableState]:
         for table in BRONZE_TABLES:
             if positions is None:  # the broker is down: how far behind is unknown
                 states.append(TableState(table.layer, table.name, _latest(completions[table.name]),
-                                         lag_known=False))
+                                         lag_known=False, storage=table_storage(settings, table)))
                 continue
             oldest, waiting = positions(table.topic, _checkpoint_offsets(settings, table))
             states.append(TableState(table.layer, table.name, _latest(completions[table.name]),
-                                     oldest_waiting=oldest, waiting=waiting))
+                                     oldest_waiting=oldest, waiting=waiting,
+                                     storage=table_storage(settings, table)))
     for table in derived_tables():
         consumed = _consumed(settings, table) or {}
         waiting = [completed for i in table.inputs for completed in completions[i.table.name]
                    if completed > consumed.get(i.table.name, "")]
         states.append(TableState(table.layer, table.name, _latest(completions[table.name]),
-                                 oldest_waiting=instant_time(min(waiting)) if waiting else None))
+                                 oldest_waiting=instant_time(min(waiting)) if waiting else None,
+                                 storage=table_storage(settings, table)))
     return states
+
+
+def table_storage(settings: Settings, table: Table) -> Storage | None:
+    """The table's data files, listed through pyarrow's file systems (local and S3); None
+    for a table not written yet or storage pyarrow cannot list."""
+    try:
+        filesystem, root = pyarrow.fs.FileSystem.from_uri(table.path(settings))
+        found = filesystem.get_file_info(pyarrow.fs.FileSelector(root, recursive=True,
+                                                                 allow_not_found=True))
+    except (OSError, pyarrow.ArrowException):
+        return None
+    listing = [(info.path[len(root):], info.size) for info in found
+               if info.type == pyarrow.fs.FileType.File]
+    return storage(listing) if listing else None
 
 
 @contextmanager

@@ -21,7 +21,7 @@ DAILY_SALES = DerivedTable(
                 "group without completed lines does not exist.",
     record_key=("order_date", "product_category", "region"),
     ordering=("aggregation_ts",),
-    partitioning=Partitioning("order_month"),
+    partitioning=Partitioning("order_date", by="none"),
     # A changed line's old and new (date, category, region) are both affected: its
     # before-image names the group it leaves, its after-image the one it joins.
     inputs=(Input(UNIFIED_CUSTOMER_ORDERS, "orders", prune=("order_date", "order_date")),),
@@ -44,7 +44,7 @@ CUSTOMER_SEGMENTS = DerivedTable(
                 "(average order 400+), loyal (3+ orders), one_time, occasional.",
     record_key=("customer_id",),
     ordering=("segmentation_ts",),
-    partitioning=Partitioning("segment"),
+    partitioning=Partitioning("segment", by="none"),
     inputs=(Input(CUSTOMER_PROFILES, "profiles"),),
     transform="customer_segments",
     expectations=(

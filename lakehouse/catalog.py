@@ -107,35 +107,13 @@ def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
         stream.close()
 
 
-def check_index(spark: SparkSession, settings: Settings, table: Table) -> None:
-    """Fails for a table an earlier release wrote with the record index that its declaration
-    now writes with the bucket index (lakehouse/tables.py), before a write can mix the two:
-    the bucket index finds file groups by their names, which the old ones do not have."""
-    path = table.path(settings)
-    metadata = table_properties(spark, path).get("hoodie.table.metadata.partitions", "")
-    if table.global_index or "record_index" not in metadata.split(","):
-        return
-    stale = [path]
-    if table.layer == "bronze" and not table.name.endswith("_quarantine"):
-        from bronze.job import checkpoint_location
-
-        stale.append(f"its checkpoint {checkpoint_location(settings, table)}")
-    raise ConfigurationError(
-        f"{table.qualified_name} was written with Hudi's record index by an earlier release of "
-        f"this project and is now written with the bucket index, which cannot take over its "
-        f"files. Rebuild it: stop the pipeline, delete {' and '.join(stale)}, and run again "
-        f"(`make clean` starts the whole demo over).")
-
-
 def register(spark: SparkSession, settings: Settings, tables: list[Table] | None = None) -> list[str]:
-    """Registers the declared tables that exist, after checking that their files fit their
-    declared index; returns their qualified names."""
+    """Registers the declared tables that exist; returns their qualified names."""
     for layer in LAYERS:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {layer} LOCATION '{settings.warehouse}/{layer}'")
     registered = []
     for table in tables if tables is not None else declared_tables():
         if exists(spark, table.path(settings)):
-            check_index(spark, settings, table)
             _register(spark, table, table.path(settings))
             registered.append(table.qualified_name)
     return registered
@@ -150,6 +128,15 @@ def ensure_registered(spark: SparkSession, settings: Settings, table: Table) -> 
         register(spark, settings, [table])
 
 
+def forget(spark: SparkSession, table: Table) -> None:
+    """Drops the catalog's entry of a table whose files were replaced (lakehouse/layout.py),
+    so that the next registration describes the new ones. Only the entry goes."""
+    if spark.catalog.tableExists(table.qualified_name):
+        spark._jsparkSession.sharedState().externalCatalog().dropTable(
+            table.layer, table.name, True, False)
+    _known.difference_update({k for k in _known if k[0] == table.qualified_name})
+
+
 def _register(spark: SparkSession, table: Table, path: str) -> None:
     name = table.qualified_name
     if spark.catalog.tableExists(name):
@@ -160,8 +147,7 @@ def _register(spark: SparkSession, table: Table, path: str) -> None:
         # One metastore serves one warehouse; a warehouse that moved (or a test session's
         # fresh one) takes the name over. Only the entry goes: Hudi's files stay.
         print(f"catalog: {name} moves from {registered_at} to {path}", flush=True)
-        spark._jsparkSession.sharedState().externalCatalog().dropTable(
-            table.layer, table.name, True, False)
+        forget(spark, table)
     spark.sql(f"CREATE TABLE IF NOT EXISTS {name} USING hudi LOCATION '{path}'")
     _known.add((name, path))
 

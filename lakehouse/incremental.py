@@ -38,11 +38,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakehouse import catalog, quality, timeline
+from lakehouse import catalog, layout, quality, timeline
+from lakehouse.layout import DELETED, snapshot, with_partition_field, within
 from lakehouse.settings import Settings
-from lakehouse.tables import DerivedTable, Input, Table, hudi_options, quality_results_table
-
-DELETED = "_hoodie_is_deleted"
+from lakehouse.tables import DerivedTable, Input, quality_results_table
 
 
 class IncrementalError(RuntimeError):
@@ -88,7 +87,8 @@ class RunReport:
 
     def line(self) -> str:
         if self.mode == "idle":
-            return f"{self.table:<40} no new input; nothing committed ({self.seconds:.1f} s)"
+            text = f"{self.table:<40} no new input; nothing committed ({self.seconds:.1f} s)"
+            return f"{text}  ({self.note})" if self.note else text
         what = "incremental" if self.mode == "incremental" else "full refresh"
         text = (f"{self.table:<40} {what:<12} {self.changes_read:>9} changes read  "
                 f"{self.upserted:>9} upserted  {self.deleted:>7} deleted  {self.seconds:6.1f} s")
@@ -97,12 +97,6 @@ class RunReport:
             lines.append(f"    reconciled: {self.reconciliation.line()}")
         lines += [f"    {breach}" for breach in self.breaches]
         return "\n".join(lines)
-
-
-def snapshot(spark: SparkSession, table, settings: Settings) -> DataFrame:
-    """The table's current rows, without Hudi's bookkeeping columns."""
-    frame = spark.read.format("hudi").load(table.path(settings))
-    return frame.select([c for c in frame.columns if not c.startswith("_hoodie_")])
 
 
 def changed_images(spark: SparkSession, table, settings: Settings, start: str, end: str,
@@ -153,23 +147,13 @@ def affected_rows(spark: SparkSession, table: DerivedTable, source: Input,
     return found.select(*columns)
 
 
-def _within(frame: DataFrame, column: str, values: list) -> DataFrame:
-    """Rows whose `column` holds one of `values`, as a filter on literals so that Hudi can
-    prune partitions by it (whatever type the values were found in)."""
-    kind = frame.schema[column].dataType
-    return frame.where(F.col(column).isin([F.lit(v).cast(kind) for v in values]))
-
-
-def write(frame: DataFrame, table: Table, settings: Settings, operation: str,
-          consumed: dict[str, str] | None = None) -> None:
-    """One Hudi commit of `frame` into `table`; `consumed`, when given, is the checkpoint
-    that moves with it (commit metadata)."""
-    options = hudi_options(table, settings) | {"hoodie.datasource.write.operation": operation}
-    if consumed is not None:
-        options[timeline.CONSUMED_KEY] = json.dumps(consumed, sort_keys=True)
-        options[timeline.TRANSFORM_KEY] = table.fingerprint
-    frame.write.format("hudi").options(**options).mode("append").save(table.path(settings))
-    catalog.ensure_registered(frame.sparkSession, settings, table)
+def write(frame: DataFrame, table: DerivedTable, settings: Settings, operation: str,
+          consumed: dict[str, str]) -> None:
+    """One Hudi commit of a derived table, with the checkpoint that moves with it and the
+    fingerprint of the transform that computed it (commit metadata)."""
+    layout.write(frame, table, settings, operation,
+                 {timeline.CONSUMED_KEY: json.dumps(consumed, sort_keys=True),
+                  timeline.TRANSFORM_KEY: table.fingerprint})
 
 
 def _transform_change(table: DerivedTable, written: timeline.Timeline) -> str | None:
@@ -225,6 +209,14 @@ class Runner:
         self._results: dict[str, list[tuple]] = {}
 
     def run(self, table: DerivedTable, full_refresh: bool = False) -> RunReport:
+        relaid = [note for t in (table, table.quarantine)
+                  if (note := layout.ensure(self.spark, self.settings, t))]
+        report = self._run(table, full_refresh)
+        if not relaid:
+            return report
+        return dataclasses.replace(report, note="; ".join([*relaid, *filter(None, [report.note])]))
+
+    def _run(self, table: DerivedTable, full_refresh: bool) -> RunReport:
         began = time.monotonic()
         inputs = {i.table.name: self._input_timeline(table, i) for i in table.inputs}
         ends = {name: t.latest for name, t in inputs.items()}
@@ -256,8 +248,12 @@ class Runner:
         """Writes the validation results gathered since the last call to each layer's
         results table, one commit per layer; called after a run fails, too."""
         for layer, rows in sorted(self._results.items()):
-            frame = self.spark.createDataFrame(rows, RESULTS_SCHEMA)
-            write(frame, quality_results_table(layer), self.settings, "insert")
+            results = quality_results_table(layer)
+            relaid = layout.ensure(self.spark, self.settings, results)
+            if relaid:
+                print(relaid, flush=True)
+            layout.write(self.spark.createDataFrame(rows, RESULTS_SCHEMA), results, self.settings,
+                         "insert")
         self._results.clear()
 
     @property
@@ -328,7 +324,7 @@ class Runner:
         kept_out = kept_out.persist()
         try:
             if kept_out.take(1):
-                write(kept_out, quarantine, self.settings, "upsert")
+                layout.write(kept_out, quarantine, self.settings, "upsert")
         finally:
             kept_out.unpersist()
 
@@ -337,7 +333,8 @@ class Runner:
         its columns."""
         current = snapshot(self.spark, table, self.settings)
         if table.partitioning and table.partitioning.column in scope:
-            current = _within(current, table.partitioning.column, scope[table.partitioning.column])
+            current = within(current, table, table.partitioning.column,
+                             scope[table.partitioning.column])
         return current
 
     def _reconcile(self, table: DerivedTable, rows_in: DataFrame, produced: DataFrame,
@@ -452,7 +449,7 @@ class Runner:
         keys = list(table.record_key)
         scope = {column: [row[0] for row in affected.select(column).distinct().collect()]
                  for column in dict.fromkeys(i.prune[1] for i in table.inputs if i.prune)}
-        pruned_views = {i.alias: _within(snapshots[i.alias], i.prune[0], scope[i.prune[1]])
+        pruned_views = {i.alias: within(snapshots[i.alias], i.table, i.prune[0], scope[i.prune[1]])
                         if i.prune else snapshots[i.alias] for i in table.inputs}
         recomputed = cache(self._transform(table, pruned_views).join(affected, keys, "left_semi"))
         verdict = self._validate(table, recomputed, ends, full_refresh=False)
@@ -463,17 +460,22 @@ class Runner:
                    .withColumn(DELETED, F.lit(False)))
         # A row is missing where the transform no longer produces its key in its partition:
         # gone, or moved to another partition, whose copy the (not global) index cannot see.
-        placed = list(dict.fromkeys(keys + ([table.partitioning.column] if table.partitioning else [])))
-        missing = current.join(recomputed.select(placed), placed, "left_anti")
+        placed = list(dict.fromkeys(keys + ([table.partition_field] if table.partition_field else [])))
+
+        def placements(frame: DataFrame) -> DataFrame:
+            return with_partition_field(frame, table).select(placed)
+
+        missing = with_partition_field(current, table).join(placements(recomputed), placed, "left_anti")
         if any(column not in keys for column in scope):
             # A row missing from the pruned inputs may have moved out of the affected values
             # in an input commit newer than this run's end (snapshots can be newer). Only the
             # whole inputs can tell, so the few delete candidates are looked up there.
             missing = cache(missing)
             if missing.count():
-                missing = missing.join(transform.join(missing.select(keys), keys, "left_semi"),
-                                       placed, "left_anti")
-        deletes = missing.unionByName(current.join(kept_out, keys, "left_semi"))
+                missing = missing.join(
+                    placements(transform.join(missing.select(keys), keys, "left_semi")),
+                    placed, "left_anti")
+        deletes = missing.select(current.columns).unionByName(current.join(kept_out, keys, "left_semi"))
         batch = cache(upserts.unionByName(deletes.withColumn(DELETED, F.lit(True))))
         upserted, deleted = batch.agg(F.count_if(~F.col(DELETED)), F.count_if(F.col(DELETED))).first()
         rows_in = affected.select(keys).distinct()

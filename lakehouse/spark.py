@@ -92,6 +92,10 @@ def session_config(settings: Settings) -> dict[str, str]:
         # launcher warns that it ignores this key, but PySpark sets it on the SparkConf, from
         # which every session inherits it, including each JDBC connection's.
         "hoodie.enable.data.skipping": "false",
+        # An incremental read whose files the cleaner has deleted would otherwise scan the
+        # whole table instead, by default, and hand a reader every row as if it had changed.
+        # It fails instead, and the runner rebuilds, saying why (lakehouse/incremental.py).
+        "hoodie.datasource.read.incr.fallback.fulltablescan.enable": "false",
         # A session caches a catalog table's relation, Hudi's file listing included, and would
         # answer from commits it saw first, for hours in a notebook or the JDBC server; expiring
         # it after a second shows every query the table's latest commit.

@@ -87,6 +87,17 @@ def read(spark: SparkSession, path: str) -> Timeline:
                     last_consumed=consumed, last_transform=transform)
 
 
+def newest_metadata(spark: SparkSession, path: str, key: str) -> str | None:
+    """The value of `key` in the metadata of the newest completed commit that has it (table
+    services such as compaction write commits without the writer's keys)."""
+    completed = active_timeline(spark, path).getCommitsTimeline().filterCompletedInstants()
+    for instant in completed.getReverseOrderedInstants().toArray():
+        value = completed.readCommitMetadata(instant).getMetadata(key)
+        if value:
+            return value
+    return None
+
+
 def _earliest_retained(active) -> str | None:
     """The oldest commit whose files the cleaner keeps: named by the newest clean that keeps
     commits, or later, by a clean that keeps file versions (`lakehouse erase`), which names

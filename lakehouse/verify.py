@@ -23,7 +23,8 @@ from pyspark.sql import functions as F
 from bronze.decode import classify, split
 from bronze.tables import DEBEZIUM, KAFKA_POSITION, BronzeTable
 from lakehouse.catalog import exists
-from lakehouse.incremental import Runner, snapshot
+from lakehouse.incremental import Runner
+from lakehouse.layout import snapshot
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable
 

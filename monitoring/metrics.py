@@ -123,6 +123,20 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
         if s.waiting is not None:
             kafka_lag.add_metric([topics[s.name], s.name], s.waiting)
 
+    data_files = gauge("table_data_files", "Data files of the table on storage (base, log and "
+                       "change-log files of every version the cleaner keeps).", table_labels)
+    data_bytes = gauge("table_data_bytes", "Bytes of the table's data files.", table_labels)
+    average = gauge("table_average_file_bytes", "Average size of the table's data files: "
+                    "small-file trouble shows here first.", table_labels)
+    partitions = gauge("table_partitions", "Partitions holding the table's data files.",
+                       table_labels)
+    for s in state.tables:
+        if s.storage is not None:
+            for family, value in ((data_files, s.storage.files), (data_bytes, s.storage.bytes),
+                                  (average, s.storage.average_bytes),
+                                  (partitions, s.storage.partitions)):
+                family.add_metric([s.layer, s.name], value)
+
     commits = CounterMetricFamily(f"{PREFIX}_commits", "Commits of the table (compactions "
                                   "included).", labels=table_labels)
     written = CounterMetricFamily(f"{PREFIX}_rows_written", "Rows inserted or updated by the "
@@ -168,7 +182,7 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
         up.add_metric([name], 1.0 if healthy else 0.0)
     read = gauge("metrics_read_seconds", "How long reading the pipeline's state took.", [])
     read.add_metric([], state.seconds)
-    return [lag, last_commit, kafka_lag, commits, written, deleted, duration, last_rows,
+    return [lag, last_commit, kafka_lag, data_files, data_bytes, average, partitions, commits, written, deleted, duration, last_rows,
             kept_out, failing, unexpected, up, read]
 
 

@@ -34,7 +34,8 @@ from bronze.job import BronzeJob
 from bronze.tables import BRONZE_TABLES, BronzeTable
 from ingestion import database
 from lakehouse import catalog, timeline
-from lakehouse.incremental import Runner, write
+from lakehouse.incremental import Runner
+from lakehouse.layout import write
 from lakehouse.settings import ConfigurationError, Settings
 from lakehouse.tables import Table, quality_results_table
 from operations import maintenance, redaction, savepoints

@@ -14,12 +14,10 @@ provider (this project runs one writer per table) a table service and a writer m
 overlap. A deployment that runs services beside its writers needs Hudi's multi-writer
 concurrency control and a lock provider first.
 
-There is no clustering. Every table but one is written with the bucket index, which hashes a
-key to one of `buckets` file groups of its partition: however many commits land, a partition
-holds that many file groups, so small files cannot pile up, and clustering would rewrite them
-into file groups the index does not know. The one table on the record index (inventory
-updates, MERGE_ON_READ) writes inserts into its small base files first (Hudi's small-file
-handling), and compaction merges the rest.
+There is no clustering. Every table is written with the bucket index, which hashes a key to
+one of `buckets` file groups of its partition: however many commits land, a partition holds
+that many file groups, so small files cannot pile up, and clustering would rewrite them into
+file groups the index does not know.
 """
 
 from __future__ import annotations
@@ -30,6 +28,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from lakehouse import catalog, timeline
+from lakehouse.files import Storage, is_data, storage
 from lakehouse.settings import Settings
 from lakehouse.tables import Table, hudi_options
 
@@ -46,23 +45,22 @@ class TableFiles:
 
     name: str
     table_type: str
-    files: int
+    storage: Storage
     snapshot_files: int
     log_files: int
-    bytes: int
     commits: int
     pending_compactions: int
     oldest_retained: str | None
 
     @property
-    def average_bytes(self) -> int:
-        return self.bytes // self.files if self.files else 0
+    def files(self) -> int:
+        return self.storage.files
 
     def as_dict(self) -> dict:
         return {"table": self.name, "type": self.table_type, "files": self.files,
                 "snapshot_files": self.snapshot_files, "log_files": self.log_files,
-                "bytes": self.bytes, "average_file_bytes": self.average_bytes,
-                "commits": self.commits, "pending_compactions": self.pending_compactions,
+                "bytes": self.storage.bytes, "average_file_bytes": self.storage.average_bytes,
+                "partitions": self.storage.partitions, "commits": self.commits, "pending_compactions": self.pending_compactions,
                 "oldest_retained_commit": self.oldest_retained}
 
 
@@ -93,22 +91,18 @@ def files(spark: SparkSession, settings: Settings, table: Table) -> TableFiles:
     jvm = spark.sparkContext._jvm
     root = jvm.org.apache.hadoop.fs.Path(path)
     listing = root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).listFiles(root, True)
-    names, size = [], 0
+    entries = []
     while listing.hasNext():
         status = listing.next()
-        relative = status.getPath().toUri().getPath()[len(root.toUri().getPath()):]
-        name = status.getPath().getName()
-        if "/.hoodie" in relative or name.startswith(".hoodie_partition_metadata"):
-            continue
-        names.append(name)
-        size += status.getLen()
+        entries.append((status.getPath().toUri().getPath()[len(root.toUri().getPath()):],
+                        status.getLen()))
+    names = [relative.rpartition("/")[2] for relative, _ in entries if is_data(relative)]
     found = timeline.read(spark, path)
     active = timeline.active_timeline(spark, path)
     return TableFiles(
-        name=table.qualified_name, table_type=table.table_type, files=len(names),
+        name=table.qualified_name, table_type=table.table_type, storage=storage(entries),
         snapshot_files=snapshot_file_count(names, {r for r, _ in found.commits}),
-        log_files=sum(".log." in n for n in names),
-        bytes=size, commits=len(found.commits),
+        log_files=sum(".log." in n for n in names), commits=len(found.commits),
         pending_compactions=active.filterPendingCompactionTimeline().countInstants(),
         # Without a clean yet, every commit since the first is still readable.
         oldest_retained=found.earliest_retained or min((r for r, _ in found.commits), default=None))
@@ -187,18 +181,18 @@ def maintain(spark: SparkSession, settings: Settings, table: Table) -> Maintenan
               f"min_commits => {settings.commits_retained + 10}, "
               f"max_commits => {settings.commits_retained + 20}, "
               f"retain_commits => {settings.commits_retained}, "
-              f"enable_metadata => {str(table.global_index).lower()})").collect()
+              f"enable_metadata => false)").collect()
     services.append("archive")
     return MaintenanceReport(before, files(spark, settings, table), tuple(services),
                              time.monotonic() - began)
 
 
 def render(tables: list[TableFiles]) -> str:
-    header = ("table", "type", "files", "snapshot files", "log files", "avg file", "commits",
-              "pending compactions", "oldest retained commit")
+    header = ("table", "type", "partitions", "files", "snapshot files", "log files", "size",
+              "avg file", "commits", "pending compactions", "oldest retained commit")
     rows = [header] + [(t.name, "MOR" if t.table_type == "MERGE_ON_READ" else "COW",
-                        f"{t.files:,}", f"{t.snapshot_files:,}", f"{t.log_files:,}",
-                        _size(t.average_bytes),
+                        f"{t.storage.partitions:,}", f"{t.files:,}", f"{t.snapshot_files:,}",
+                        f"{t.log_files:,}", _size(t.storage.bytes), _size(t.storage.average_bytes),
                         f"{t.commits:,}", str(t.pending_compactions), t.oldest_retained or "—")
                        for t in tables]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]

@@ -25,7 +25,7 @@ UNIFIED_CUSTOMER_ORDERS = DerivedTable(
                 "are held back in the quarantine table until it does.",
     record_key=("order_id", "line_item_id"),
     ordering=("last_updated_ts",),
-    partitioning=Partitioning("order_date"),
+    partitioning=Partitioning("order_date", by="month"),
     change_log=True,
     inputs=(
         # A line's order_date is its Bronze day: a run reads the days its changes fall on.
@@ -88,7 +88,7 @@ SESSIONIZED_CLICKSTREAMS = DerivedTable(
                 "type outside the known ones.",
     record_key=("session_id",),
     ordering=("session_end_ts",),
-    partitioning=Partitioning("session_date"),
+    partitioning=Partitioning("session_date", by="month"),
     change_log=True,
     inputs=(Input(WEB_CLICKSTREAMS, "clicks"),),
     transform="sessionized_clickstreams",
@@ -107,7 +107,7 @@ PRODUCT_DAILY_INVENTORY = DerivedTable(
                 "locations out of stock, last_checked_ts.",
     record_key=("sku", "date"),
     ordering=("last_checked_ts",),
-    partitioning=Partitioning("date"),
+    partitioning=Partitioning("date", by="month"),
     change_log=True,
     inputs=(Input(INVENTORY_UPDATES, "inventory", prune=("dt", "date"), affects="""
         SELECT sku, to_date(update_ts) AS date FROM changed"""),),

@@ -41,6 +41,7 @@ def services(settings):
     else:
         stack.start(settings, "native")
     seed(settings, SeedSize.for_lines(2_000))
+    _seed_events(settings)
     yield settings
     if not already_up:
         stack.stop(settings)
@@ -56,3 +57,23 @@ def spark(settings, request):
     session = spark_module.session(settings, "tests")
     yield session
     session.stop()
+
+
+def _seed_events(settings, count: int = 300) -> None:
+    """Clickstream and inventory events on top of the seeded source, as `make up` sends them,
+    so that every module finds every Bronze table with data whatever runs before it."""
+    from kafka import KafkaProducer
+
+    from ingestion import database
+    from ingestion.events import EventStreams
+
+    with database.connect(settings) as db:
+        customer_ids = [row[0] for row in db.execute("SELECT customer_id FROM retail.customer_master")]
+        products = db.execute("SELECT product_id, sku FROM retail.product_catalog").fetchall()
+    producer = KafkaProducer(bootstrap_servers=settings.kafka_bootstrap)
+    streams = EventStreams(producer, 5, customer_ids, [sku for _, sku in products],
+                           [product_id for product_id, _ in products])
+    for _ in range(count):
+        streams.step()
+    producer.flush()
+    producer.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,9 +21,9 @@ from pyspark.sql import functions as F
 from bronze.job import BronzeError, BronzeJob, checkpoint_location
 from bronze.tables import BRONZE_TABLES, CUSTOMER_MASTER, SALES_TRANSACTIONS, WEB_CLICKSTREAMS
 from ingestion.workload import OltpWorkload
-from lakehouse import catalog, verify
-from lakehouse.settings import ConfigurationError
-from lakehouse.tables import hudi_options
+from lakehouse import catalog, layout, verify
+from lakehouse.layout import snapshot
+from lakehouse.tables import LAYOUT_KEY, Partitioning, hudi_options
 
 CDC_TABLES = [table for table in BRONZE_TABLES if table.envelope == "debezium"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,23 +85,34 @@ def test_bronze_tables_are_in_the_catalog_of_a_fresh_process(services, spark, db
     assert str(expected) in [line.strip("| ") for line in result.stdout.splitlines()], result.stdout
 
 
-def test_a_table_written_with_the_record_index_by_an_earlier_release_must_be_rebuilt(services, spark):
+def test_a_table_laid_out_otherwise_is_rewritten_once_in_the_declared_layout(services, spark):
+    """As an earlier release wrote sales: partitioned by day, on the global record index."""
     settings = dataclasses.replace(services, warehouse=f"{services.warehouse}/earlier-release")
-    earlier = dataclasses.replace(CUSTOMER_MASTER, partitioning=dataclasses.replace(
-        CUSTOMER_MASTER.partitioning, moves_unseen=True))
-    row = spark.createDataFrame([(1, "GB", 10, False)],
-                                "customer_id long, country string, _source_lsn long, "
-                                "_hoodie_is_deleted boolean")
-    row.write.format("hudi").options(**hudi_options(earlier, settings)).mode("append").save(
-        CUSTOMER_MASTER.path(settings))
-    with pytest.raises(ConfigurationError) as refused:
-        catalog.register(spark, settings, [CUSTOMER_MASTER])
-    assert str(refused.value) == (
-        f"bronze.hudi_customer_master_bronze was written with Hudi's record index by an earlier "
-        f"release of this project and is now written with the bucket index, which cannot take "
-        f"over its files. Rebuild it: stop the pipeline, delete {CUSTOMER_MASTER.path(settings)} "
-        f"and its checkpoint {checkpoint_location(settings, CUSTOMER_MASTER)}, and run again "
-        f"(`make clean` starts the whole demo over).")
+    path = SALES_TRANSACTIONS.path(settings)
+    daily = dataclasses.replace(SALES_TRANSACTIONS, partitioning=Partitioning(
+        "dt", by="day", from_ts="transaction_ts"))
+    record_index = {"hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.enable": "true",
+                    "hoodie.metadata.global.record.level.index.enable": "true"}
+    lines = spark.createDataFrame(
+        [(order, 1, f"2026-0{order}-0{order}", order * 10, False) for order in (1, 2, 3)],
+        "order_id long, line_item_id int, dt string, _source_lsn long, _hoodie_is_deleted boolean")
+    old_options = {k: v for k, v in hudi_options(daily, settings).items() if k != LAYOUT_KEY}
+    lines.write.format("hudi").options(**old_options | record_index).mode("append").save(path)
+
+    message = layout.ensure(spark, settings, SALES_TRANSACTIONS)
+    assert re.fullmatch(
+        r"bronze.hudi_sales_transactions_bronze: laid out partitioned by dt, record index, "
+        r"declared partitioned by dt_month, 1 bucket; rewrote its 3 rows in the declared layout "
+        r"\([0-9.]+ s\). Tables that read it rebuild once.", message), message
+    rows = snapshot(spark, SALES_TRANSACTIONS, settings)
+    assert sorted((r.order_id, r.dt, r.dt_month) for r in rows.collect()) == [
+        (1, "2026-01-01", "2026-01"), (2, "2026-02-02", "2026-02"), (3, "2026-03-03", "2026-03")]
+    properties = catalog.table_properties(spark, path)
+    assert properties["hoodie.table.partition.fields"] == "dt_month"
+    assert "record_index" not in properties.get("hoodie.table.metadata.partitions", "")
+    # Once done, a new process finds nothing to do.
+    layout._checked.clear()
+    assert layout.ensure(spark, settings, SALES_TRANSACTIONS) is None
 
 
 def test_mor_log_files_are_compacted(services, spark, db):

@@ -3,8 +3,13 @@ every table still holds exactly what its source holds (`make chaos` kills each s
 
 from __future__ import annotations
 
+import pytest
+
 from operations import chaos
 from operations.chaos import VICTIMS, ChaosPlan
+
+# Five minutes of kills: `make test-long` runs it, `make test` does not.
+pytestmark = pytest.mark.long
 
 
 def test_killing_every_service_and_job_loses_and_duplicates_nothing(services, spark):

@@ -18,6 +18,9 @@ from lakehouse.catalog import derived_tables
 from tests.integration.test_bronze import CDC_TABLES, ROOT, _cli_env, drain_until_equal, run_workload
 from tests.integration.test_silver_gold import run_all
 
+# A cluster of its own and a second pass: `make test-long` runs it, `make test` does not.
+pytestmark = pytest.mark.long
+
 
 @pytest.fixture(scope="module")
 def on_cluster(services, spark):

@@ -15,7 +15,7 @@ from bronze.tables import CUSTOMER_MASTER
 from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
 from ingestion.topics import cdc_topic
 from lakehouse import verify
-from lakehouse.incremental import snapshot
+from lakehouse.layout import snapshot
 from operations import erasure
 from silver.tables import CUSTOMER_PROFILES
 from tests.integration.test_bronze import _cli_env, drain_until_equal

@@ -15,7 +15,8 @@ from ingestion.events import encode
 from ingestion.topics import INVENTORY_TOPIC
 from lakehouse import cli, timeline
 from gold.tables import DAILY_SALES
-from lakehouse.incremental import DELETED, snapshot, utc_now, write
+from lakehouse.incremental import utc_now
+from lakehouse.layout import DELETED, snapshot, write
 from lakehouse.tables import quality_results_table
 from silver.tables import (CUSTOMER_PROFILES, PRODUCT_DAILY_INVENTORY, SESSIONIZED_CLICKSTREAMS,
                            SILVER_TABLES, UNIFIED_CUSTOMER_ORDERS)

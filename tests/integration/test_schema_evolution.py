@@ -20,7 +20,7 @@ from bronze.job import BronzeError, BronzeJob
 from infra.native.process import wait_until
 from bronze.tables import PRODUCT_CATALOG
 from ingestion.topics import cdc_topic
-from lakehouse.incremental import snapshot
+from lakehouse.layout import snapshot
 from lakehouse.tables import DerivedTable, Input
 from tests.integration.test_bronze import ROOT, _cli_env, drain_until_equal
 from tests.integration.test_silver_gold import run_tables

@@ -20,7 +20,8 @@ from ingestion.events import EventStreams, encode
 from ingestion.topics import CLICKSTREAM_TOPIC
 from lakehouse import domain, verify
 from lakehouse.catalog import derived_tables, exists
-from lakehouse.incremental import Runner, RunReport, snapshot, utc_now
+from lakehouse.incremental import Runner, RunReport, utc_now
+from lakehouse.layout import snapshot
 from serving import fastpath
 from silver.tables import CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
 from tests.integration.test_bronze import _cli_env, drain_until_equal, run_workload

@@ -72,18 +72,21 @@ def test_delete_lands_the_before_image_as_a_delete(spark):
 
 
 def test_an_update_that_changes_the_partition_deletes_the_copy_in_the_old_one(spark):
-    moved = dict(SALE, transaction_ts="2026-06-03T08:00:00Z")
+    moved = dict(SALE, transaction_ts="2026-07-03T08:00:00Z")
     rows, bad = landed(spark, SALES_TRANSACTIONS, envelope("u", SALE, moved, lsn=42))
     assert bad == []
-    assert sorted((r.dt, r._hoodie_is_deleted, r._source_lsn) for r in rows) == [
-        ("2026-06-01", True, 42), ("2026-06-03", False, 42)]
-    rows, _ = landed(spark, CUSTOMER_MASTER, envelope("u", CUSTOMER, dict(CUSTOMER, country="FR")))
-    assert sorted((r.country, r._hoodie_is_deleted) for r in rows) == [("FR", False), ("GB", True)]
+    assert sorted((r.dt, r.dt_month, r._hoodie_is_deleted, r._source_lsn) for r in rows) == [
+        ("2026-06-01", "2026-06", True, 42), ("2026-07-03", "2026-07", False, 42)]
 
 
 def test_an_update_within_its_partition_is_one_row(spark):
-    rows, _ = landed(spark, CUSTOMER_MASTER, envelope("u", CUSTOMER, dict(CUSTOMER, city="York")))
-    assert [(r.city, r._hoodie_is_deleted) for r in rows] == [("York", False)]
+    rows, _ = landed(spark, CUSTOMER_MASTER, envelope("u", CUSTOMER, dict(CUSTOMER, country="FR")))
+    assert [(r.country, r._hoodie_is_deleted) for r in rows] == [("FR", False)]
+    # Partitioned by month, a line re-dated within its month stays in its partition.
+    redated = dict(SALE, transaction_ts="2026-06-03T08:00:00Z")
+    rows, _ = landed(spark, SALES_TRANSACTIONS, envelope("u", SALE, redated, lsn=43))
+    assert [(r.dt, r.dt_month, r._hoodie_is_deleted) for r in rows] == [
+        ("2026-06-03", "2026-06", False)]
 
 
 def test_product_price_is_exact(spark):

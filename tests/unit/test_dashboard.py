@@ -10,6 +10,7 @@ from datafusion import SessionContext
 
 from dashboard import panels
 from dashboard.panels import SalesFilter, TableState, Totals
+from lakehouse.files import Storage, storage
 
 D1, D2, D3 = date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)
 
@@ -141,6 +142,23 @@ def test_freshness_gives_each_table_its_commit_age_and_its_lag_behind_its_source
         ("b", 10.0, 30.0), ("b2", None, None), ("s", 120.0, 0.0), ("g", None, 180.0)]
     assert rows[0]["messages waiting"] == 12
     assert panels.first_pass(states) == {"bronze": (1, 2), "silver": (1, 1), "gold": (0, 1)}
+
+
+def test_each_table_shows_its_data_files_their_size_and_its_partitions():
+    listing = [("/dt_month=2026-05/a_1-0-1_20261125.parquet", 3 * 2**20),
+               ("/dt_month=2026-05/.a_20261126.log.1_1-0-1", 2**20),
+               ("/dt_month=2026-06/b_1-0-1_20261125.parquet", 2 * 2**20),
+               ("/dt_month=2026-06/.hoodie_partition_metadata", 96),
+               ("/dt_month=2026-06/.b_1-0-1_20261125.parquet.crc", 12),
+               ("/.hoodie/timeline/20261125.commit", 5000), ("/.hoodie/hoodie.properties", 900)]
+    found = storage(listing)
+    assert found == Storage(files=3, bytes=6 * 2**20, partitions=2)
+    assert storage([("/a_1-0-1_20261125.parquet", 10)]).partitions == 1  # unpartitioned
+    frame = panels.freshness([TableState("bronze", "b", None, storage=found),
+                              TableState("silver", "s", None)], NOW)
+    rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    assert [(r["partitions"], r["data files"], r["MiB"], r["average file KiB"]) for r in rows] == [
+        (2, 3, 6.0, 2048.0), (None, None, None, None)]
 
 
 def test_throughput_sums_rows_per_minute_and_table_with_zero_for_quiet_minutes():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -10,7 +11,7 @@ from bronze.tables import BRONZE_TABLES, INVENTORY_UPDATES, SALES_TRANSACTIONS, 
 from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
 from ingestion.topics import source_topics
 from lakehouse.catalog import continuous_pass, declared_tables, derived_tables
-from lakehouse.tables import DerivedTable, Input, hudi_options
+from lakehouse.tables import LAYOUT_KEY, DerivedTable, Input, Partitioning, hudi_options
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 
 
@@ -29,7 +30,7 @@ def test_hudi_options_follow_the_declaration(settings):
     options = hudi_options(SALES_TRANSACTIONS, settings)
     assert options["hoodie.datasource.write.recordkey.field"] == "order_id,line_item_id"
     assert options["hoodie.datasource.write.keygenerator.type"] == "COMPLEX"
-    assert options["hoodie.datasource.write.partitionpath.field"] == "dt"
+    assert options["hoodie.datasource.write.partitionpath.field"] == "dt_month"
     assert options["hoodie.table.ordering.fields"] == "_source_lsn"
     assert options["hoodie.table.cdc.enabled"] == "true"
     assert options["hoodie.compact.inline"] == "true"
@@ -38,15 +39,31 @@ def test_hudi_options_follow_the_declaration(settings):
     assert "hoodie.table.cdc.enabled" not in quarantine
 
 
-def test_tables_use_the_bucket_index_unless_their_keys_move_unseen(settings):
-    sales = hudi_options(SALES_TRANSACTIONS, settings)
-    assert (sales["hoodie.index.type"], sales["hoodie.bucket.index.num.buckets"]) == ("BUCKET", "1")
-    assert sales["hoodie.metadata.enable"] == "false"
-    inventory = hudi_options(INVENTORY_UPDATES, settings)
-    assert inventory["hoodie.index.type"] == "RECORD_INDEX"
-    assert "hoodie.metadata.enable" not in inventory
+def test_every_table_uses_the_bucket_index_without_key_bloom_filters(settings):
+    for table in declared_tables():
+        options = hudi_options(table, settings)
+        assert (options["hoodie.index.type"], options["hoodie.bucket.index.num.buckets"]) == (
+            "BUCKET", str(table.buckets)), table.name
+        assert options["hoodie.metadata.enable"] == "false"
+        assert options["hoodie.parquet.bloom.filter.enabled"] == "false"
     with pytest.raises(ValueError, match="buckets must be at least 1, got 0"):
         dataclasses.replace(SALES_TRANSACTIONS, buckets=0)
+
+
+def test_granularity_decides_the_partition_field_and_the_layout_every_commit_records(settings):
+    assert [(p.by, p.field) for p in (Partitioning("order_date", by="month"),
+                                      Partitioning("order_date", by="day"),
+                                      Partitioning("country", by="none"))] == [
+        ("month", "order_date_month"), ("day", "order_date"), ("none", "")]
+    inventory = hudi_options(INVENTORY_UPDATES, settings)
+    assert inventory["hoodie.datasource.write.partitionpath.field"] == ""
+    assert inventory["hoodie.datasource.write.keygenerator.type"] == "NON_PARTITION"
+    assert json.loads(hudi_options(UNIFIED_CUSTOMER_ORDERS, settings)[LAYOUT_KEY]) == {
+        "partition_field": "order_date_month", "index": "bucket", "buckets": 1}
+    assert UNIFIED_CUSTOMER_ORDERS.layout.describe() == "partitioned by order_date_month, 1 bucket"
+    with pytest.raises(ValueError, match=r"`by` must be one of \('none', 'value', 'day', "
+                                         r"'month'\), got 'week'"):
+        Partitioning("order_date", by="week")
 
 
 def test_derived_tables_are_copy_on_write_and_the_latest_recomputation_wins(settings):
@@ -54,7 +71,7 @@ def test_derived_tables_are_copy_on_write_and_the_latest_recomputation_wins(sett
     assert options["hoodie.datasource.write.table.type"] == "COPY_ON_WRITE"
     assert options["hoodie.write.record.merge.mode"] == "COMMIT_TIME_ORDERING"
     assert "hoodie.table.ordering.fields" not in options and "hoodie.compact.inline" not in options
-    assert options["hoodie.datasource.write.partitionpath.field"] == "order_month"
+    assert options["hoodie.datasource.write.partitionpath.field"] == ""
 
 
 def test_a_declaration_with_an_unknown_key_fails_with_a_clear_message():
