@@ -18,35 +18,18 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import statistics
-import time
 from collections.abc import Callable
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
+from benchmarks.layout import DAYS, sales_lines, write_lines
 from benchmarks.report import header
 from bronze.tables import SALES_TRANSACTIONS
-from lakehouse.layout import with_partition_field
 from lakehouse.settings import Settings
 from lakehouse.tables import Table, hudi_options
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
 
 ROWS_PER_COMMIT = 20
-DAYS = 365
-
-
-def _sales_rows(spark: SparkSession, first: int, count: int, version: int, days: int) -> DataFrame:
-    """`count` sales lines from order `first` on, spread over the last `days` days, at
-    `version` (their ordering value and quantity)."""
-    day = F.date_sub(F.current_date(), (F.col("id") % days).cast("int"))
-    return spark.range(first, first + count).select(
-        F.col("id").alias("order_id"), F.lit(1).alias("line_item_id"),
-        (F.col("id") % 5000).alias("customer_id"), (F.col("id") % 500).alias("product_id"),
-        F.lit(version).cast("int").alias("quantity"), F.lit("19.99").cast("decimal(12,2)").alias("unit_price"),
-        F.lit("completed").alias("status"), F.to_timestamp(day).alias("transaction_ts"),
-        F.date_format(day, "yyyy-MM-dd").alias("dt"), F.date_format(day, "yyyy-MM-dd").alias("order_date"),
-        F.lit(version).cast("long").alias("_source_lsn"),
-        F.current_timestamp().alias("last_updated_ts"), F.lit(False).alias("_hoodie_is_deleted"))
 
 
 def _tables(settings: Settings) -> dict[str, Table]:
@@ -80,17 +63,11 @@ VARIANTS: dict[str, Callable[[Table, Settings], dict[str, str] | None]] = {
 def _time_commits(spark: SparkSession, table: Table, options: dict[str, str], path: str,
                   base_rows: int, commits: int) -> list[float]:
     shutil.rmtree(path, ignore_errors=True)
-    frame = with_partition_field(_sales_rows(spark, 0, base_rows, 1, DAYS), table)
-    frame.write.format("hudi").options(**options).mode("append").save(path)
-    seconds = []
-    for commit in range(commits):
-        # Recent orders change: 20 lines of the last three days.
-        changed = with_partition_field(
-            _sales_rows(spark, commit * ROWS_PER_COMMIT * 3, ROWS_PER_COMMIT, commit + 2, 3), table)
-        began = time.monotonic()
-        changed.write.format("hudi").options(**options).mode("append").save(path)
-        seconds.append(time.monotonic() - began)
-    return seconds
+    write_lines(sales_lines(spark, 0, base_rows, 1, DAYS), table, options, path)
+    # Recent orders change: 20 lines of the last three days.
+    return [write_lines(sales_lines(spark, commit * ROWS_PER_COMMIT * 3, ROWS_PER_COMMIT,
+                                    commit + 2, 3), table, options, path)
+            for commit in range(commits)]
 
 
 def measure(spark: SparkSession, settings: Settings, base_rows: int, commits: int,

@@ -42,7 +42,7 @@ GRANULARITIES = ("none", "month", "day")
 CODECS = ("gzip", "snappy", "zstd")
 
 
-def _lines(spark: SparkSession, first: int, count: int, version: int, days: int) -> DataFrame:
+def sales_lines(spark: SparkSession, first: int, count: int, version: int, days: int) -> DataFrame:
     """`count` sales lines from order `first` on, as Silver holds them (Bronze's columns are
     a subset), spread evenly over the last `days` days; `version` is their ordering value."""
     day = F.date_sub(F.current_date(), (F.col("id") % days).cast("int"))
@@ -105,7 +105,8 @@ def _files(path: str) -> dict:
             "average_file_bytes": found.average_bytes}
 
 
-def _write(frame: DataFrame, table: Table, options: dict[str, str], path: str) -> float:
+def write_lines(frame: DataFrame, table: Table, options: dict[str, str], path: str) -> float:
+    """Upserts sales lines into `table` at `path` with `options`; returns the seconds taken."""
     began = time.monotonic()
     with_partition_field(frame.select(_columns(table)), table).write.format("hudi") \
         .options(**options).mode("append").save(path)
@@ -122,16 +123,16 @@ def _one_table(spark: SparkSession, settings: Settings, table: Table, lines: int
                options: dict[str, str]) -> dict:
     path = table.path(settings)
     shutil.rmtree(path, ignore_errors=True)
-    result = {"load_seconds": round(_write(_lines(spark, 0, lines, 1, DAYS), table, options, path), 1)}
+    result = {"load_seconds": round(write_lines(sales_lines(spark, 0, lines, 1, DAYS), table, options, path), 1)}
     small = []
     for commit in range(commits):
-        recent = _lines(spark, lines - (commit + 1) * ROWS_PER_SMALL_COMMIT * 5,
+        recent = sales_lines(spark, lines - (commit + 1) * ROWS_PER_SMALL_COMMIT * 5,
                         ROWS_PER_SMALL_COMMIT, commit + 2, 3)
-        small.append(_write(recent, table, options, path))
+        small.append(write_lines(recent, table, options, path))
     result["small_commit_median_seconds"] = round(statistics.median(small[2:]), 2)
     changed = max(1, round(lines * CHANGE_SHARE))
     result["change_commit_seconds"] = round(
-        _write(_lines(spark, lines - changed, changed, commits + 2, 30), table, options, path), 1)
+        write_lines(sales_lines(spark, lines - changed, changed, commits + 2, 30), table, options, path), 1)
     snapshot = lambda: spark.read.format("hudi").load(path)  # noqa: E731
     result["full_read_seconds"] = round(_timed(lambda: snapshot().count()), 2)
     month = F.date_format(F.add_months(F.current_date(), -6), "yyyy-MM")
@@ -170,7 +171,7 @@ def measure(spark: SparkSession, settings: Settings, sizes: list[int], commits: 
             path = table.path(settings)
             shutil.rmtree(path, ignore_errors=True)
             options = hudi_options(table, settings) | extra
-            seconds = _write(_lines(spark, 0, lines, 1, DAYS), table, options, path)
+            seconds = write_lines(sales_lines(spark, 0, lines, 1, DAYS), table, options, path)
             read = _timed(lambda: spark.read.format("hudi").load(path).count())
             found = {"layer": table.layer, "variant": variant, "load_seconds": round(seconds, 1),
                      "full_read_seconds": round(read, 2), **_files(path)}
