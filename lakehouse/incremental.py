@@ -174,8 +174,9 @@ def _rebuild_reason(inputs: dict[str, timeline.Timeline], consumed: dict[str, st
             return f"no checkpoint for input {name}"
         if not found.can_read_after(start):
             return (f"checkpoint {start} of input {name} is no longer on its active timeline "
-                    f"(archived or cleaned; raise HUDI_COMMITS_RETAINED or run more often), "
-                    f"rebuilt from full snapshots")
+                    f"(archived or cleaned, which raising HUDI_COMMITS_RETAINED or running more "
+                    f"often avoids, or the input was rewritten in a new layout), rebuilt from "
+                    f"full snapshots")
         if not found.completed_at(start):
             # Checkpoints are completion times of the input's commits; one that is gone was
             # undone by a restore (operations/savepoints.py), and this table holds rows
