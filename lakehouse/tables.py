@@ -3,6 +3,10 @@
 A layer declares each of its tables once (bronze/tables.py, ...); paths, Hudi write options,
 quarantine tables and catalog entries are all derived from that declaration here, so nobody
 retypes an options dict.
+
+It is one module on purpose, for now: a declaration and the options derived from it are
+read together. Issue 31 (the core as a library) is where it splits, with the CLI and the
+runner.
 """
 
 from __future__ import annotations
