@@ -63,7 +63,7 @@ notebooks: install env ## open JupyterLab on notebooks/ with the project's envir
 test: install env ## unit and integration tests (starts the native services when needed)
 	$(VENV)/bin/pytest -q --durations=15 -m "not long"
 
-test-long: install env ## the long integration tests: the fault matrix (one kill per part) and the cluster pass (~10 min)
+test-long: install env ## the long integration tests: the fault matrix (one kill per part), the cluster pass, bulk loads across a graceful Connect stop (~12 min)
 	$(VENV)/bin/pytest -q --durations=5 -m long
 
 test-unit: install ## unit tests only (no services)

@@ -39,6 +39,27 @@ def _typed(text: Column, spark_type: str) -> Column:
     return text.cast(spark_type)
 
 
+# How far a change's own time may lie from when it lands before it is not believed: a
+# clock that far off, or a forged message, would otherwise order the row ahead of every
+# later real change (and a time beyond Spark's range would fail the whole batch).
+EARLIEST_PLAUSIBLE = "2000-01-01"
+AHEAD_PLAUSIBLE_SECONDS = 24 * 3600
+
+
+def _plausible(instant: Column) -> Column:
+    """Whether a timestamp lies between EARLIEST_PLAUSIBLE and a day after now."""
+    latest = F.current_timestamp() + F.expr(f"INTERVAL {AHEAD_PLAUSIBLE_SECONDS} SECONDS")
+    return instant.between(F.lit(EARLIEST_PLAUSIBLE).cast("timestamp"), latest)
+
+
+def _plausible_millis(text: Column) -> Column:
+    """Whether a text holds epoch milliseconds of a plausible instant. Checked before any
+    conversion: converting an out-of-range value raises, it does not give null."""
+    earliest = F.unix_millis(F.lit(EARLIEST_PLAUSIBLE).cast("timestamp"))
+    latest = F.unix_millis(F.current_timestamp()) + AHEAD_PLAUSIBLE_SECONDS * 1000
+    return text.rlike(r"^[0-9]{1,15}$") & text.cast("long").between(earliest, latest)
+
+
 def _first_error(checks: list[tuple[Column, Column]]) -> Column:
     """The message of the first failing check, or null when all pass."""
     return F.coalesce(*(F.when(failed, message) for failed, message in checks))
@@ -103,11 +124,14 @@ def _debezium(messages: DataFrame, table: BronzeTable) -> DataFrame:
     # A delete carries the old row (REPLICA IDENTITY FULL); every other op the new one.
     image = F.when(op == "d", F.col("_m.before")).otherwise(F.col("_m.after"))
     parsed = parsed.withColumn("_image", image)
+    source_ms = F.col("_m.source.ts_ms")
     checks = [
         (_not_an_object(F.col("_m")), F.lit("not a JSON object")),
         (op.isNull(), F.lit("missing field op")),
         (~op.isin(*CDC_OPS), F.concat(F.lit("unknown op '"), op, F.lit("'"))),
         (F.col("_m.source.lsn").cast("long").isNull(), F.lit("missing or non-numeric source.lsn")),
+        (source_ms.isNotNull() & ~_plausible_millis(source_ms),
+         F.concat(F.lit("implausible source.ts_ms '"), source_ms, F.lit("'"))),
         (F.col("_image").isNull(),
          F.concat(F.lit("missing "), F.when(op == "d", "before").otherwise("after"),
                   F.lit(" image"))),
@@ -127,7 +151,8 @@ def _debezium(messages: DataFrame, table: BronzeTable) -> DataFrame:
         _first_error(checks).alias("error"),
         op.alias("_op"),
         F.col("_m.source.lsn").cast("long").alias("_source_lsn"),
-        F.timestamp_millis(F.col("_m.source.ts_ms").cast("long")).alias("_source_ts"),
+        F.when(_plausible_millis(source_ms),
+               F.timestamp_millis(source_ms.cast("long"))).alias("_source_ts"),
         (op == "d").alias("_hoodie_is_deleted"),
     )
 
@@ -138,7 +163,10 @@ def _json_event(messages: DataFrame, table: BronzeTable) -> DataFrame:
     checks = [(_not_an_object(F.col("_image")), F.lit("not a JSON object")),
               *_field_checks(F.col("_image"), table),
               *[(F.col("_image")[name].isNull(), F.lit(f"missing field {name}"))
-                for name in table.ordering if name in table.columns]]
+                for name in table.ordering if name in table.columns],
+              *[(~_plausible(_typed(F.col("_image")[name], "timestamp")),
+                 F.concat(F.lit(f"implausible {name} '"), F.col("_image")[name], F.lit("'")))
+                for name in table.ordering if table.columns.get(name) == "timestamp"]]
     return parsed.select(*KAFKA_COLUMNS, "_image", _first_error(checks).alias("error"),
                          F.lit(False).alias("_hoodie_is_deleted"))
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ingestion.topics import CLICKSTREAM_TOPIC, INVENTORY_TOPIC, cdc_topic
+from lakehouse.settings import ConfigurationError
 from lakehouse.tables import Partitioning, Table
 
 DEBEZIUM = "debezium"
@@ -191,4 +192,5 @@ def bronze_table(name: str) -> BronzeTable:
     for table in BRONZE_TABLES:
         if name in (table.name, table.topic):
             return table
-    raise KeyError(f"no Bronze table {name!r}; known: {', '.join(t.name for t in BRONZE_TABLES)}")
+    raise ConfigurationError(f"no Bronze table {name!r}; known: "
+                             f"{', '.join(t.name for t in BRONZE_TABLES)} (or their topics)")

@@ -135,12 +135,10 @@ def _spark(settings, app_name: str):
     return session
 
 
-def _bronze_job(args, settings):
-    from bronze.job import BronzeJob
+def _bronze_tables(args) -> tuple:
     from bronze.tables import BRONZE_TABLES, bronze_table
 
-    tables = tuple(bronze_table(t) for t in args.table) if args.table else BRONZE_TABLES
-    return BronzeJob(_spark(settings, "bronze"), settings, tables)
+    return tuple(bronze_table(t) for t in args.table) if args.table else BRONZE_TABLES
 
 
 def _print_landed(counts, as_json: bool = False) -> None:
@@ -155,10 +153,12 @@ def _print_landed(counts, as_json: bool = False) -> None:
 
 
 def _bronze(args, settings):
+    from bronze.job import BronzeJob
     from lakehouse.locks import exclusive_writer
 
+    tables = _bronze_tables(args)  # an unknown name is refused before the lock is taken
     with exclusive_writer(settings, "bronze"):
-        job = _bronze_job(args, settings)
+        job = BronzeJob(_spark(settings, "bronze"), settings, tables)
         if args.continuous:
             print(f"bronze: streaming every {args.trigger_seconds} s (Ctrl-C stops)", flush=True)
             try:
@@ -397,6 +397,29 @@ def _erase(args, settings):
     return 0
 
 
+def _at_least(kind, lowest, inclusive: bool):
+    """An argparse type: `kind`, refused below `lowest` (or at it, unless `inclusive`)."""
+    def parse(text: str):
+        value = kind(text)
+        if value < lowest or (value == lowest and not inclusive):
+            raise argparse.ArgumentTypeError(
+                f"{text} is out of range: must be {'at least' if inclusive else 'more than'} {lowest}")
+        return value
+    parse.__name__ = kind.__name__  # argparse names the type in "invalid int value"
+    return parse
+
+
+POSITIVE_INT = _at_least(int, 0, False)
+NON_NEGATIVE = _at_least(float, 0, True)
+
+
+def _share(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: a share is between 0 and 1")
+    return value
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="lakehouse", description=__doc__)
     commands = root.add_subparsers(dest="command", required=True)
@@ -419,31 +442,31 @@ def parser() -> argparse.ArgumentParser:
     commands.add_parser("env", help="write random local secrets to .env").set_defaults(handler=_env)
 
     seed = commands.add_parser("seed", help="load the initial data set (COPY) into empty tables")
-    seed.add_argument("--sales-lines", type=int, default=10_000)
-    seed.add_argument("--customers", type=int, help="default: sales lines / 10")
-    seed.add_argument("--products", type=int, help="default: sales lines / 50")
+    seed.add_argument("--sales-lines", type=POSITIVE_INT, default=10_000)
+    seed.add_argument("--customers", type=POSITIVE_INT, help="default: sales lines / 10")
+    seed.add_argument("--products", type=POSITIVE_INT, help="default: sales lines / 50")
     seed.add_argument("--seed", type=int, default=42)
     seed.set_defaults(handler=_seed)
 
     simulate = commands.add_parser("simulate", help="run the live OLTP and event workload")
-    simulate.add_argument("--rate", type=float, default=10.0, help="Postgres transactions/s")
-    simulate.add_argument("--event-rate", type=float, default=50.0, help="Kafka events/s")
-    simulate.add_argument("--duration", type=float, default=60.0, help="seconds; 0 = forever")
+    simulate.add_argument("--rate", type=NON_NEGATIVE, default=10.0, help="Postgres transactions/s")
+    simulate.add_argument("--event-rate", type=NON_NEGATIVE, default=50.0, help="Kafka events/s")
+    simulate.add_argument("--duration", type=NON_NEGATIVE, default=60.0, help="seconds; 0 = forever")
     simulate.add_argument("--seed", type=int, default=7)
-    simulate.add_argument("--bad-events", type=float, default=0.0,
+    simulate.add_argument("--bad-events", type=_share, default=0.0,
                           help="share of malformed events, 0..1")
-    simulate.add_argument("--bad-rows", type=float, default=0.0,
+    simulate.add_argument("--bad-rows", type=_share, default=0.0,
                           help="share of transactions writing a row the quality gates must catch "
                                "(negative quantity, unknown product, future timestamp, malformed "
                                "e-mail), 0..1; later transactions fix them at the source")
-    simulate.add_argument("--fix-bad-rows-after", type=float, default=600.0,
+    simulate.add_argument("--fix-bad-rows-after", type=NON_NEGATIVE, default=600.0,
                           help="seconds before a bad row may be fixed at the source")
     simulate.set_defaults(handler=_simulate)
 
     bronze = commands.add_parser("bronze", help="land the Kafka topics in the Bronze tables")
     bronze.add_argument("--continuous", action="store_true",
                         help="keep streaming (default: drain what Kafka holds now, then exit)")
-    bronze.add_argument("--trigger-seconds", type=int, default=None,
+    bronze.add_argument("--trigger-seconds", type=POSITIVE_INT, default=None,
                         help="micro-batch interval with --continuous (default BRONZE_TRIGGER_SECONDS)")
     bronze.add_argument("--table", action="append", help="only this table (repeatable)")
     bronze.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -463,9 +486,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--continuous", action="store_true",
                      help="keep going: Bronze streams (in a process of its own), Silver and Gold "
                           "passes start every --interval s")
-    run.add_argument("--trigger-seconds", type=int, default=None,
+    run.add_argument("--trigger-seconds", type=POSITIVE_INT, default=None,
                      help="Bronze micro-batch interval (default BRONZE_TRIGGER_SECONDS)")
-    run.add_argument("--interval", type=int, default=10,
+    run.add_argument("--interval", type=POSITIVE_INT, default=10,
                      help="seconds between the starts of two Silver and Gold passes with "
                           "--continuous")
     run.set_defaults(handler=_run)
@@ -484,14 +507,14 @@ def parser() -> argparse.ArgumentParser:
 
     sql = commands.add_parser("sql", help="run a Spark SQL query over the catalog and print it")
     sql.add_argument("query")
-    sql.add_argument("--limit", type=int, default=50, help="rows to print")
+    sql.add_argument("--limit", type=POSITIVE_INT, default=50, help="rows to print")
     sql.set_defaults(handler=_sql)
 
     query = commands.add_parser("query", help="answer a SQL query over the tables without a JVM "
                                               "(hudi-rs and DataFusion; read-only)")
     query.add_argument("query", help="SQL in DataFusion's dialect, tables named as in Spark: "
                                      "gold.hudi_daily_sales_gold")
-    query.add_argument("--limit", type=int, default=50, help="rows to print as a table")
+    query.add_argument("--limit", type=POSITIVE_INT, default=50, help="rows to print as a table")
     query.add_argument("--format", choices=["table", "csv"], default="table",
                        help="csv prints every row")
     query.set_defaults(handler=_query)
@@ -526,15 +549,15 @@ def parser() -> argparse.ArgumentParser:
 
     erase = commands.add_parser("erase", help="erase customers' personal data from the source, "
                                               "every layer and every file of the warehouse (GDPR)")
-    erase.add_argument("--customer-id", type=int, action="append", required=True,
+    erase.add_argument("--customer-id", type=POSITIVE_INT, action="append", required=True,
                        help="the customer to erase (repeatable: one erasure rewrites the tables "
                             "once for all of them)")
     erase.set_defaults(handler=_erase)
 
     tail = commands.add_parser("tail", help="print the last messages of a Kafka topic")
     tail.add_argument("topic")
-    tail.add_argument("-n", type=int, default=5, help="messages per partition")
-    tail.add_argument("--timeout", type=int, default=3, help="seconds to wait for more")
+    tail.add_argument("-n", type=POSITIVE_INT, default=5, help="messages per partition")
+    tail.add_argument("--timeout", type=POSITIVE_INT, default=3, help="seconds to wait for more")
     tail.set_defaults(handler=_tail)
     return root
 

@@ -275,7 +275,8 @@ class Runner:
 
     def _input_timeline(self, table: DerivedTable, source: Input) -> timeline.Timeline:
         path = source.table.path(self.settings)
-        found = timeline.read(self.spark, path) if catalog.exists(self.spark, path) else None
+        found = (timeline.read(self.spark, path, checkpoint=False)
+                 if catalog.exists(self.spark, path) else None)
         if found is None or found.latest is None:
             raise IncrementalError(
                 f"{table.name}: input {source.table.qualified_name} has no data yet at {path}; "

@@ -19,7 +19,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse import catalog, timeline
-from lakehouse.settings import Settings
+from lakehouse.settings import ConfigurationError, Settings
 from lakehouse.tables import LAYOUT_KEY, Layout, Partitioning, Table, hudi_options
 
 DELETED = "_hoodie_is_deleted"
@@ -34,7 +34,7 @@ def partition_value(partitioning: Partitioning, column: Column) -> Column:
 
 
 def with_partition_field(frame: DataFrame, table: Table) -> DataFrame:
-    """`frame` with the derived column a monthly partitioned table is partitioned by."""
+    """`frame` with the derived column the table is partitioned by, if it has one."""
     partitioning = table.partitioning
     if not (partitioning and partitioning.derives_field):
         return frame
@@ -44,8 +44,9 @@ def with_partition_field(frame: DataFrame, table: Table) -> DataFrame:
 
 def within(frame: DataFrame, table: Table, column: str, values: list) -> DataFrame:
     """Rows of `table` whose `column` holds one of `values`. The values are literals, so Hudi
-    prunes partitions by them, and for a table partitioned by their month the months are
-    added as a filter of their own (Spark folds them into literals too)."""
+    prunes partitions by them, and for a table partitioned by a column derived from theirs
+    (their month, or a copy) its values are added as a filter of their own (Spark folds
+    them into literals too)."""
     kind = frame.schema[column].dataType
     literals = [F.lit(v).cast(kind) for v in values]
     kept = frame.where(F.col(column).isin(literals))
@@ -104,6 +105,7 @@ def ensure(spark: SparkSession, settings: Settings, table: Table) -> str | None:
         declared = table.layout
         found = stored(spark, path, declared)
         if found != declared:
+            _refuse_savepoints(spark, table, path, found)
             began = time.monotonic()
             rows = _rewrite(spark, settings, table)
             message = (f"{table.qualified_name}: laid out {found.describe()}, declared "
@@ -112,6 +114,18 @@ def ensure(spark: SparkSession, settings: Settings, table: Table) -> str | None:
                        f"once.")
     _checked.add(path)
     return message
+
+
+def _refuse_savepoints(spark: SparkSession, table: Table, path: str, found: Layout) -> None:
+    """A rewrite starts the table's timeline anew, so its savepoints could no longer restore
+    it: whoever took them decides, not the writer."""
+    pinned = timeline.savepoints(spark, path)
+    if pinned:
+        raise ConfigurationError(
+            f"{table.qualified_name} is laid out {found.describe()} and declared "
+            f"{table.layout.describe()}, but rewriting it would drop its savepoints "
+            f"{', '.join(pinned)}; delete them (`lakehouse savepoint delete "
+            f"{table.qualified_name} --instant <instant>`) or declare the table's old layout")
 
 
 def _rewrite(spark: SparkSession, settings: Settings, table: Table) -> int:

@@ -38,7 +38,9 @@ def load_env_file(path: Path = ENV_FILE) -> None:
 
 
 def write_env_file(path: Path = ENV_FILE) -> list[str]:
-    """Creates `path` with random secrets for the variables it lacks; returns their names."""
+    """Creates `path` with random secrets for the variables it lacks; returns their names.
+    The file is readable by its owner only: a new one is written so from its first byte
+    (beside it, then renamed into place), and one found readable by others is tightened."""
     existing = path.read_text() if path.exists() else ""
     present = {line.partition("=")[0].strip() for line in existing.splitlines()}
     missing = [name for name in SECRET_VARIABLES if name not in present]
@@ -46,7 +48,12 @@ def write_env_file(path: Path = ENV_FILE) -> list[str]:
         lines = [f"{name}={secrets.token_urlsafe(18)}" for name in missing]
         header = "" if existing else "# Local secrets for the RetailMax demo; never commit this file.\n"
         separator = "" if not existing or existing.endswith("\n") else "\n"
-        path.write_text(existing + separator + header + "\n".join(lines) + "\n")
+        staged = path.with_name(f".{path.name}.{os.getpid()}")
+        descriptor = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            out.write(existing + separator + header + "\n".join(lines) + "\n")
+        os.replace(staged, path)
+    elif path.exists() and path.stat().st_mode & 0o077:
         path.chmod(0o600)
     return missing
 

@@ -34,11 +34,15 @@ GRANULARITIES = ("none", "value", "day", "month")
 @dataclass(frozen=True)
 class Partitioning:
     """The column a table is partitioned by, and how finely: not at all ("none": the column is
-    only named, so that one edit partitions the table once it is large enough), by its value
-    ("value", or "day" for a date column, which says the same of a date), or by the month of
-    a date column ("month"), in the derived column `<column>_month` (yyyy-MM) that Hudi
-    partitions by. Queries and pruned runs filter by `column` whatever the granularity
-    (lakehouse/layout.py adds the month).
+    only named, so that one edit partitions the table once it is large enough), by the day
+    of a date column ("day", the column itself), by the month of one ("month", in the derived
+    column `<column>_month`, yyyy-MM), or by any value ("value", in the derived copy
+    `<column>_value`). Queries and pruned runs filter by `column` whatever the granularity
+    (lakehouse/layout.py adds the derived column's filter).
+
+    Hudi's reader takes a partition column's values from the folder names, which cannot tell
+    an empty text from a null; a derived copy leaves the column itself to the data files, so
+    any text reads back as written (and the folder name is URL-encoded: hudi_options).
 
     `from_ts` derives `column` itself as the UTC date (yyyy-MM-dd) of a timestamp column.
 
@@ -58,11 +62,12 @@ class Partitioning:
     @property
     def field(self) -> str:
         """The column Hudi partitions by: "" when unpartitioned, `column`, or its month."""
-        return {"none": "", "month": f"{self.column}_month"}.get(self.by, self.column)
+        return {"none": "", "month": f"{self.column}_month",
+                "value": f"{self.column}_value"}.get(self.by, self.column)
 
     @property
     def derives_field(self) -> bool:
-        """Whether Hudi partitions by a column derived from `column` (its month)."""
+        """Whether Hudi partitions by a column derived from `column` (its month, or a copy)."""
         return self.field not in ("", self.column)
 
 
@@ -327,6 +332,11 @@ def hudi_options(table: Table, settings: Settings) -> dict[str, str]:
         **_parallelism(settings.shuffle_partitions),
         LAYOUT_KEY: table.layout.as_json(),
     }
+    if table.partitioning and table.partitioning.by == "value":
+        # Any text may be a partition value: encoded, a "/" or ".." in it cannot name another
+        # folder. (Dates and months need no encoding, and a table keeps the setting it was
+        # created with: Hudi refuses a writer that differs.)
+        options["hoodie.datasource.write.partitionpath.urlencode"] = "true"
     if table.merge_mode == "EVENT_TIME_ORDERING":
         options["hoodie.table.ordering.fields"] = ",".join(table.ordering)
     if table.table_type == "MERGE_ON_READ":

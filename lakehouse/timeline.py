@@ -77,14 +77,23 @@ def has_commits(spark: SparkSession, path: str) -> bool:
     return not active_timeline(spark, path).getCommitsTimeline().filterCompletedInstants().empty()
 
 
-def read(spark: SparkSession, path: str) -> Timeline:
+def read(spark: SparkSession, path: str, checkpoint: bool = True) -> Timeline:
+    """The table's timeline; with `checkpoint`, also the newest derived run's checkpoint,
+    which takes reading commit metadata back to it (every commit of a table that has none,
+    such as a Bronze input: leave it out there)."""
     active = active_timeline(spark, path)
     completed = active.getCommitsTimeline().filterCompletedInstants()
     commits = tuple((i.requestedTime(), i.getCompletionTime())
                     for i in completed.getInstants().toArray())
-    consumed, transform = _last_checkpoint(completed)
+    consumed, transform = _last_checkpoint(completed) if checkpoint else (None, None)
     return Timeline(commits=commits, earliest_retained=_earliest_retained(active),
                     last_consumed=consumed, last_transform=transform)
+
+
+def savepoints(spark: SparkSession, path: str) -> list[str]:
+    """The instants of the table's savepoints, oldest first."""
+    pinned = active_timeline(spark, path).getSavePointTimeline().filterCompletedInstants()
+    return [i.requestedTime() for i in pinned.getInstants().toArray()]
 
 
 def newest_metadata(spark: SparkSession, path: str, key: str) -> str | None:

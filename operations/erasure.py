@@ -101,7 +101,7 @@ def _in_history(spark: SparkSession, settings: Settings, table: BronzeTable,
     current = (spark.read.format("hudi").load(path).where(F.col(subject).isin(ids))
                .select(subject, *columns))
     changes = spark.sql("SELECT before, after FROM hudi_table_changes(?, 'cdc', ?)",
-                        args=[path, timeline.read(spark, path).readable_since])
+                        args=[path, timeline.read(spark, path, checkpoint=False).readable_since])
     images = (changes.select(F.explode(F.array("before", "after")).alias("json"))
               .select(F.get_json_object("json", f"$.{subject}").cast("long").alias(subject),
                       *[F.get_json_object("json", f"$.{c}").alias(c) for c in columns])

@@ -97,7 +97,7 @@ def files(spark: SparkSession, settings: Settings, table: Table) -> TableFiles:
         entries.append((status.getPath().toUri().getPath()[len(root.toUri().getPath()):],
                         status.getLen()))
     names = [relative.rpartition("/")[2] for relative, _ in entries if is_data(relative)]
-    found = timeline.read(spark, path)
+    found = timeline.read(spark, path, checkpoint=False)
     active = timeline.active_timeline(spark, path)
     return TableFiles(
         name=table.qualified_name, table_type=table.table_type, storage=storage(entries),

@@ -61,16 +61,15 @@ def _require_table(spark: SparkSession, settings: Settings, table: Table) -> str
 def listed(spark: SparkSession, settings: Settings, table: Table) -> list[Savepoint]:
     """The table's savepoints, oldest first, each with its commit's completion time."""
     path = _require_table(spark, settings, table)
-    completed = dict(timeline.read(spark, path).commits)
-    instants = sorted(r.savepoint_time for r in
-                      spark.sql(f"CALL show_savepoints(path => '{path}')").collect())
-    return [Savepoint(table.qualified_name, i, completed.get(i, "")) for i in instants]
+    completed = dict(timeline.read(spark, path, checkpoint=False).commits)
+    return [Savepoint(table.qualified_name, i, completed.get(i, ""))
+            for i in timeline.savepoints(spark, path)]
 
 
 def create(spark: SparkSession, settings: Settings, table: Table, comment: str = "") -> Savepoint:
     """Savepoints the table's latest commit; the caller holds the layer's writer lock."""
     path = _require_table(spark, settings, table)
-    instant, completed = max(timeline.read(spark, path).commits, key=lambda c: c[1])
+    instant, completed = max(timeline.read(spark, path, checkpoint=False).commits, key=lambda c: c[1])
     stream = _stream_checkpoint(settings, table)
     if stream:
         _copy(spark, stream, _saved_checkpoint(settings, table, instant))

@@ -24,6 +24,21 @@ def db(services):
         yield conn
 
 
+@pytest.fixture(scope="session")
+def built(services, spark):
+    """Every table built, through a workload with some rows the gates keep out (so every
+    quarantine exists): the warehouse of the modules that only read it. Built once, by the
+    first module that asks; modules in between change it, which only moves it on."""
+    from tests.integration.test_bronze import drain_until_equal, run_workload
+    from tests.integration.test_silver_gold import run_all
+
+    with database.connect(services, autocommit=True) as db:
+        run_workload(db, steps=60, seed=1800, bad_share=0.05)
+        drain_until_equal(spark, services, db)
+    run_all(spark, services)
+    return services
+
+
 @pytest.fixture
 def producer(services):
     producer = KafkaProducer(bootstrap_servers=services.kafka_bootstrap)

@@ -21,8 +21,9 @@ from pyspark.sql import functions as F
 from bronze.job import BronzeError, BronzeJob, checkpoint_location
 from bronze.tables import BRONZE_TABLES, CUSTOMER_MASTER, SALES_TRANSACTIONS, WEB_CLICKSTREAMS
 from ingestion.workload import OltpWorkload
-from lakehouse import catalog, layout, verify
+from lakehouse import catalog, layout, timeline, verify
 from lakehouse.layout import snapshot
+from lakehouse.settings import ConfigurationError
 from lakehouse.tables import LAYOUT_KEY, Partitioning, hudi_options
 
 CDC_TABLES = [table for table in BRONZE_TABLES if table.envelope == "debezium"]
@@ -99,6 +100,18 @@ def test_a_table_laid_out_otherwise_is_rewritten_once_in_the_declared_layout(ser
     old_options = {k: v for k, v in hudi_options(daily, settings).items() if k != LAYOUT_KEY}
     lines.write.format("hudi").options(**old_options | record_index).mode("append").save(path)
 
+    # A savepoint would not survive the rewrite: the writer refuses and says what to do.
+    [(instant, _)] = timeline.read(spark, path, checkpoint=False).commits
+    spark.sql(f"CALL create_savepoint(path => '{path}', commit_time => '{instant}')").collect()
+    with pytest.raises(ConfigurationError) as refused:
+        layout.ensure(spark, settings, SALES_TRANSACTIONS)
+    assert str(refused.value) == (
+        f"bronze.hudi_sales_transactions_bronze is laid out partitioned by dt, record index and "
+        f"declared partitioned by dt_month, 1 bucket, but rewriting it would drop its savepoints "
+        f"{instant}; delete them (`lakehouse savepoint delete bronze.hudi_sales_transactions_bronze"
+        f" --instant <instant>`) or declare the table's old layout")
+    spark.sql(f"CALL delete_savepoint(path => '{path}', instant_time => '{instant}')").collect()
+
     message = layout.ensure(spark, settings, SALES_TRANSACTIONS)
     assert re.fullmatch(
         r"bronze.hudi_sales_transactions_bronze: laid out partitioned by dt, record index, "
@@ -113,6 +126,26 @@ def test_a_table_laid_out_otherwise_is_rewritten_once_in_the_declared_layout(ser
     # Once done, a new process finds nothing to do.
     layout._checked.clear()
     assert layout.ensure(spark, settings, SALES_TRANSACTIONS) is None
+
+
+def test_partition_values_are_data_not_paths(services, spark):
+    """Whatever a partition column holds reads back as written, and its files stay inside the
+    table's folder (the value that would climb out of it is four levels up)."""
+    settings = dataclasses.replace(services, warehouse=f"{services.warehouse}/partition-values")
+    by_country = dataclasses.replace(CUSTOMER_MASTER, name="hudi_customers_by_country",
+                                     partitioning=Partitioning("country", by="value"))
+    countries = ["../../../../escaped", "a/b", "k=v", "", None, "%2F", "Côte d'Ivoire", " ", "NO"]
+    rows = spark.createDataFrame([(n, country, n, False) for n, country in enumerate(countries)],
+                                 "customer_id long, country string, _source_lsn long, "
+                                 "_hoodie_is_deleted boolean")
+    warehouse = Path(services.warehouse)
+    before = set(warehouse.iterdir())
+    layout.write(rows, by_country, settings, "upsert")
+    read = snapshot(spark, by_country, settings).collect()
+    assert sorted((r.customer_id, r.country) for r in read) == list(enumerate(countries))
+    assert set(warehouse.iterdir()) - before == {Path(settings.warehouse)}
+    root = Path(by_country.path(settings))
+    assert [p for p in Path(settings.warehouse).rglob("*") if p.is_file() and root not in p.parents] == []
 
 
 def test_mor_log_files_are_compacted(services, spark, db):

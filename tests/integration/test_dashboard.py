@@ -24,25 +24,13 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from bronze.tables import BRONZE_TABLES
 from gold.tables import DAILY_SALES
-from ingestion import database
 from lakehouse import catalog
 from lakehouse.catalog import derived_tables
-from tests.integration.test_bronze import _cli_env, drain_until_equal, run_workload
-from tests.integration.test_silver_gold import run_all
+from tests.integration.test_bronze import _cli_env
 
 LAKEHOUSE = Path(sys.executable).parent / "lakehouse"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 PAGE_TIMEOUT = 90
-
-
-@pytest.fixture(scope="module")
-def gold(services, spark):
-    """Gold built from a workload with some rows the gates keep out."""
-    with database.connect(services, autocommit=True) as db:
-        run_workload(db, steps=60, seed=1800, bad_share=0.05)
-        drain_until_equal(spark, services, db)
-    run_all(spark, services)
-    return services
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +101,7 @@ def charts(driver) -> int:
                                                      '[data-testid="stVegaLiteChart"] svg'))
 
 
-def test_the_business_page_shows_gold_numbers_for_the_filter_in_a_browser(gold, spark, browser, output_dir):
+def test_the_business_page_shows_gold_numbers_for_the_filter_in_a_browser(built, spark, browser, output_dir):
     # The busiest region, and two categories, over every day Gold holds.
     first, last, region = spark.sql(
         f"SELECT min(order_date), max(order_date), max_by(region, line_count) "
@@ -127,7 +115,7 @@ def test_the_business_page_shows_gold_numbers_for_the_filter_in_a_browser(gold, 
         f"AND region = '{region}' AND product_category IN ({', '.join(repr(c) for c in categories)})").first()
     query = urlencode({"start": first, "end": last, "region": region, "category": ",".join(categories)})
 
-    with dashboard(_cli_env(gold), gold.dashboard_port + 1) as address:
+    with dashboard(_cli_env(built), built.dashboard_port + 1) as address:
         open_and_wait(browser, f"{address}/?{query}", lambda d: "Sales" in metrics(d) and charts(d) >= 3)
         shown = metrics(browser)
         browser.save_screenshot(str(output_dir / "dashboard-business.png"))
@@ -138,9 +126,9 @@ def test_the_business_page_shows_gold_numbers_for_the_filter_in_a_browser(gold, 
 
         open_and_wait(browser, f"{address}/pipeline", lambda d: "Rows kept out" in metrics(d))
         tables = [*BRONZE_TABLES, *derived_tables()]
-        written = [t for t in tables if catalog.exists(spark, t.path(gold))]
+        written = [t for t in tables if catalog.exists(spark, t.path(built))]
         kept_out = sum(spark.sql(f"SELECT count(*) FROM {t.quarantine.qualified_name}").first()[0]
-                       for t in tables if catalog.exists(spark, t.quarantine.path(gold)))
+                       for t in tables if catalog.exists(spark, t.quarantine.path(built)))
         shown = metrics(browser)
         browser.save_screenshot(str(output_dir / "dashboard-pipeline.png"))
         assert shown["Tables written"] == f"{len(written)} of {len(tables)}"

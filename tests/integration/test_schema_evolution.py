@@ -42,11 +42,13 @@ def product_row(spark, settings, product_id: int, table=PRODUCT_CATALOG):
 
 
 def wait_for_change(topic_reader, product_id: int) -> None:
-    """Returns once Debezium has published a change of the product (so a drain sees it)."""
+    """Returns once Debezium has published a change of the product (so a drain sees it).
+    It publishes in WAL order, so behind whatever is still queued: the bulk loads of the
+    module before this one take it a minute or more."""
     reader = topic_reader(cdc_topic("product_catalog"))
     reader.read_until(lambda messages: any(
         isinstance(value, dict) and (value.get("after") or {}).get("product_id") == product_id
-        for _, value in messages))
+        for _, value in messages), timeout=180)
 
 
 @pytest.fixture

@@ -104,6 +104,11 @@ def test_product_price_is_exact(spark):
     (envelope("u", after=dict(SALE, unit_price="cheap")),
      "wrong type for unit_price (decimal(12,2)): 'cheap'"),
     (json.dumps({"op": "c", "after": SALE, "source": {}}), "missing or non-numeric source.lsn"),
+    # Beyond Spark's timestamps: converting it would fail the whole batch, every replay again.
+    (json.dumps({"op": "c", "after": SALE, "source": {"lsn": 1, "ts_ms": 10**17}}),
+     "implausible source.ts_ms '100000000000000000'"),
+    (json.dumps({"op": "c", "after": SALE, "source": {"lsn": 1, "ts_ms": 1}}),
+     "implausible source.ts_ms '1'"),
 ])
 def test_bad_cdc_messages_are_quarantined_with_their_reason(spark, value, error):
     rows, (bad,) = landed(spark, SALES_TRANSACTIONS, value)
@@ -122,6 +127,16 @@ def test_events_land_and_bad_ones_around_them_are_quarantined(spark):
     assert [(b._kafka_offset, b.error) for b in bad] == [
         (1, "not a JSON object"), (2, "missing key field event_id"),
         (3, "wrong type for event_ts (timestamp): 'not-a-ts'")]
+
+
+def test_an_event_time_far_from_now_is_not_believed(spark):
+    """It would order the event ahead of every later real one."""
+    rows, bad = landed(spark, WEB_CLICKSTREAMS, json.dumps(dict(CLICK, event_ts="9999-12-31T00:00:00Z")),
+                       json.dumps(dict(CLICK, event_id="e-0", event_ts="1970-01-01T00:00:00Z")),
+                       json.dumps(CLICK))
+    assert [r.event_id for r in rows] == ["e-1"]
+    assert [b.error for b in bad] == ["implausible event_ts '9999-12-31T00:00:00Z'",
+                                      "implausible event_ts '1970-01-01T00:00:00Z'"]
 
 
 def test_inventory_update_needs_its_ordering_field(spark):

@@ -30,6 +30,14 @@ def test_env_file_is_written_once_and_read(clean_env, monkeypatch):
     assert loaded.pg_params()["password"] == first.split("PGPASSWORD=")[1].split()[0]
 
 
+def test_an_env_file_readable_by_others_is_tightened(clean_env):
+    settings.write_env_file()
+    (clean_env / ".env").chmod(0o644)
+    assert settings.write_env_file() == []
+    assert oct((clean_env / ".env").stat().st_mode & 0o777) == "0o600"
+    assert [p.name for p in clean_env.iterdir()] == [".env"]
+
+
 def test_environment_wins_over_env_file(clean_env, monkeypatch):
     (clean_env / ".env").write_text("PGPASSWORD=from-file\n")
     monkeypatch.setenv("PGPASSWORD", "from-env")

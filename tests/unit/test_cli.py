@@ -1,0 +1,36 @@
+"""The command line refuses misuse in one line, before it takes a lock or starts a JVM."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakehouse import cli
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["seed", "--sales-lines", "0"], "argument --sales-lines: 0 is out of range: must be more than 0"),
+    (["seed", "--customers", "-5"], "argument --customers: -5 is out of range: must be more than 0"),
+    (["seed", "--sales-lines", "7.9"], "argument --sales-lines: invalid int value: '7.9'"),
+    (["simulate", "--rate", "-1"], "argument --rate: -1 is out of range: must be at least 0"),
+    (["simulate", "--bad-rows", "1.5"], "argument --bad-rows: 1.5 is out of range: a share is between 0 and 1"),
+    (["run", "--interval", "0"], "argument --interval: 0 is out of range: must be more than 0"),
+    (["erase", "--customer-id", "-3"], "argument --customer-id: -3 is out of range: must be more than 0"),
+    (["tail", "sales", "--timeout", "0"], "argument --timeout: 0 is out of range: must be more than 0"),
+])
+def test_out_of_range_numbers_are_usage_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.parser().parse_args(argv)
+    assert exited.value.code == cli.EXIT_CONFIGURATION
+    assert capsys.readouterr().err.splitlines()[-1].endswith(message)
+
+
+def test_an_unknown_bronze_table_is_refused_before_the_writer_lock(monkeypatch, capsys):
+    def no_lock(*_):
+        raise AssertionError("the writer lock was taken")
+
+    monkeypatch.setattr("lakehouse.locks.exclusive_writer", no_lock)
+    assert cli.main(["bronze", "--table", "nope"]) == cli.EXIT_CONFIGURATION
+    assert capsys.readouterr().err.splitlines() == [
+        "configuration error: no Bronze table 'nope'; known: hudi_customer_master_bronze, "
+        "hudi_product_catalog_bronze, hudi_sales_transactions_bronze, hudi_web_clickstreams_bronze, "
+        "hudi_inventory_updates_bronze (or their topics)"]
