@@ -61,7 +61,8 @@ class Partitioning:
 
     @property
     def field(self) -> str:
-        """The column Hudi partitions by: "" when unpartitioned, `column`, or its month."""
+        """The column Hudi partitions by: "" when unpartitioned, `column` by day, or the
+        column derived from it (its month, or its copy)."""
         return {"none": "", "month": f"{self.column}_month",
                 "value": f"{self.column}_value"}.get(self.by, self.column)
 
