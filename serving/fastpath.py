@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
-from datafusion import SessionContext
+from datafusion import SessionContext, SQLOptions
 from hudi import HudiDataFusionDataSource, HudiTable
 
 LAYERS = ("bronze", "silver", "gold")
@@ -76,6 +76,11 @@ def _open(warehouse: str, layer: str, name: str) -> HudiDataFusionDataSource:
         raise QueryError(f"hudi-rs cannot read {layer}.{name} at {path}: {reason}") from None
 
 
+# Documented as read-only, so it is: no COPY ... TO a file, no INSERT, no CREATE, no SET.
+READ_ONLY = SQLOptions().with_allow_ddl(False).with_allow_dml(False).with_allow_statements(False)
+REFUSED = re.compile(r"(DDL|DML|Statement) not supported: \w+")
+
+
 def query(warehouse: str, sql: str) -> Result:
     """Runs one SQL statement (DataFusion's dialect) over the tables it names."""
     context = SessionContext()
@@ -85,10 +90,13 @@ def query(warehouse: str, sql: str) -> Result:
     for layer, name in tables:
         context.register_table(f"{layer}.{name}", _open(warehouse, layer, name))
     try:
-        frame = context.sql(sql)
+        frame = context.sql_with_options(sql, READ_ONLY)
         result = frame.to_arrow_table()
     except Exception as error:  # noqa: BLE001 - DataFusion's errors carry the reason in their text
         message = " ".join(str(error).split())
+        if refused := REFUSED.search(message):
+            raise QueryError(f"query refused: `lakehouse query` only reads (SELECT, WITH, "
+                             f"EXPLAIN); {refused[0]}") from None
         raise QueryError(f"query failed: {message}") from None
     return Result(result, tuple(f"{layer}.{name}" for layer, name in tables))
 

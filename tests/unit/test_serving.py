@@ -23,6 +23,21 @@ def test_an_unknown_table_is_named_with_the_tables_that_exist(tmp_path):
                                  f"(tables: gold.hudi_daily_sales_gold)")
 
 
+@pytest.mark.parametrize("sql, refused", [
+    ("COPY (SELECT 1 AS n) TO '{out}'", "DML not supported: COPY"),
+    ("CREATE EXTERNAL TABLE e STORED AS CSV LOCATION '/etc/passwd'", "DDL not supported: CreateExternalTable"),
+    ("CREATE TABLE t AS SELECT 1", "DDL not supported: CreateMemoryTable"),
+    ("SET datafusion.execution.batch_size = 1", "Statement not supported: SetVariable"),
+])
+def test_lakehouse_query_only_reads(tmp_path, sql, refused):
+    out = tmp_path / "out.csv"
+    with pytest.raises(fastpath.QueryError) as raised:
+        fastpath.query(str(tmp_path), sql.format(out=out))
+    assert str(raised.value) == (f"query refused: `lakehouse query` only reads (SELECT, WITH, "
+                                 f"EXPLAIN); {refused}")
+    assert not out.exists()
+
+
 def test_a_table_without_a_completed_commit_says_it_has_no_data_yet(tmp_path):
     table = tmp_path / "gold" / "hudi_daily_sales_gold"
     (table / ".hoodie" / "timeline").mkdir(parents=True)
