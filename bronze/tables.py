@@ -45,6 +45,9 @@ class BronzeTable(Table):
     topic: str
     envelope: str
     columns: dict[str, str] = field(default_factory=dict)
+    # The columns that may be null, as at the source (NOT NULL there, or always sent, for
+    # the rest): a message with a null elsewhere is quarantined, not landed.
+    nullable: tuple[str, ...] = ()
     layer: str = "bronze"
     table_type: str = "MERGE_ON_READ"
     change_log: bool = True
@@ -58,6 +61,11 @@ class BronzeTable(Table):
         unknown = [k for k in self.record_key if k not in self.columns]
         if unknown:
             raise ValueError(f"table {self.name}: record key {unknown} not among its columns")
+        unknown = [c for c in self.nullable
+                   if c not in self.columns or c in (*self.record_key, *self.ordering)]
+        if unknown:
+            raise ValueError(f"table {self.name}: nullable columns {unknown} must be among its "
+                             f"columns and outside its record key and ordering")
         if self.personal:
             self._check_personal(self.personal)
 
@@ -107,6 +115,7 @@ CUSTOMER_MASTER = BronzeTable(
         "state": "string", "country": "string", "region": "string", "loyalty_tier": "string",
         "created_at": "timestamp", "updated_ts": "timestamp",
     },
+    nullable=("phone", "birth_date"),
     # Who the customer is goes; where they shop from (country, region) and their tier stay,
     # so their sales keep their place in Gold's aggregates. The source's NOT NULL columns get
     # a placeholder, the e-mail one that still passes the e-mail rule. Names are erased in
@@ -133,6 +142,7 @@ PRODUCT_CATALOG = BronzeTable(
         "category": "string", "brand": "string", "unit_price": "decimal(12,2)",
         "active": "boolean", "updated_ts": "timestamp",
     },
+    nullable=("description",),
 )
 
 SALES_TRANSACTIONS = BronzeTable(
@@ -149,6 +159,7 @@ SALES_TRANSACTIONS = BronzeTable(
         "discount": "decimal(12,2)", "channel": "string", "store_id": "string",
         "status": "string", "transaction_ts": "timestamp", "updated_ts": "timestamp",
     },
+    nullable=("store_id",),
 )
 
 WEB_CLICKSTREAMS = BronzeTable(
@@ -164,6 +175,7 @@ WEB_CLICKSTREAMS = BronzeTable(
         "event_type": "string", "page_url": "string", "product_id": "bigint",
         "search_query": "string", "device": "string", "event_ts": "timestamp",
     },
+    nullable=("customer_id", "product_id", "search_query"),  # anonymous, or not about one
 )
 
 INVENTORY_UPDATES = BronzeTable(

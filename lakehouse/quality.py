@@ -35,6 +35,11 @@ TIERS = (WARN, QUARANTINE, FAIL)
 HELD_BACK, QUARANTINED = "held back", "quarantined"
 # Expectations about the batch as a whole: they name no rows, so they cannot quarantine.
 BATCH_EXPECTATIONS = ("ExpectTableRowCountToBeBetween", "ExpectColumnMaxToBeBetween")
+# Expectations that judge a column's values and let nulls pass unjudged: a rule built on one
+# also fails a null, unless it declares the column nullable (a null "channel" is not a
+# known channel).
+NULL_BLIND = ("ExpectColumnValuesToBeBetween", "ExpectColumnValuesToBeInSet",
+              "ExpectColumnValuesToMatchRegex")
 SAMPLE_SIZE = 5
 # Validation results GX keeps per table for Data Docs (its store and pages grow by one file
 # per run, and the index page lists them all); the results table keeps every run.
@@ -48,6 +53,7 @@ class Rule:
     arguments: tuple[tuple[str, object], ...]
     tier: str = QUARANTINE
     waits_for: str | None = None
+    nullable: bool = False
 
     def __post_init__(self):
         if self.tier not in TIERS:
@@ -59,6 +65,11 @@ class Rule:
     @property
     def row_level(self) -> bool:
         return self.expectation not in BATCH_EXPECTATIONS
+
+    @property
+    def fails_nulls(self) -> bool:
+        """Whether the gate adds a null check to an expectation that passes nulls."""
+        return self.expectation in NULL_BLIND and not self.nullable
 
     @property
     def depends_on_clock(self) -> bool:
@@ -73,8 +84,9 @@ class Rule:
         return tuple(c for c in named if c) + tuple(found.get("column_list", ()))
 
 
-def _rule(name: str, expectation: str, tier: str, waits_for: str | None = None, **arguments) -> Rule:
-    return Rule(name, expectation, tuple(arguments.items()), tier, waits_for)
+def _rule(name: str, expectation: str, tier: str, waits_for: str | None = None,
+          nullable: bool = False, **arguments) -> Rule:
+    return Rule(name, expectation, tuple(arguments.items()), tier, waits_for, nullable)
 
 
 def not_null(column: str, tier: str = FAIL, name: str | None = None) -> Rule:
@@ -89,29 +101,31 @@ def unique(columns: tuple[str, ...], tier: str = FAIL) -> Rule:
 
 
 def between(column: str, minimum=None, maximum=None, tier: str = QUARANTINE,
-            name: str | None = None) -> Rule:
+            name: str | None = None, nullable: bool = False) -> Rule:
     default = " and ".join(text for text in (minimum is not None and f"{column} >= {minimum}",
                                              maximum is not None and f"{column} <= {maximum}") if text)
-    return _rule(name or default, "ExpectColumnValuesToBeBetween", tier, column=column,
-                 min_value=minimum, max_value=maximum)
+    return _rule(name or default, "ExpectColumnValuesToBeBetween", tier, nullable=nullable,
+                 column=column, min_value=minimum, max_value=maximum)
 
 
-def in_set(column: str, values, tier: str = QUARANTINE, name: str | None = None) -> Rule:
+def in_set(column: str, values, tier: str = QUARANTINE, name: str | None = None,
+           nullable: bool = False) -> Rule:
     return _rule(name or f"{column} is known", "ExpectColumnValuesToBeInSet", tier,
-                 column=column, value_set=sorted(values))
+                 nullable=nullable, column=column, value_set=sorted(values))
 
 
-def matches(column: str, regex: str, tier: str = QUARANTINE, name: str | None = None) -> Rule:
+def matches(column: str, regex: str, tier: str = QUARANTINE, name: str | None = None,
+            nullable: bool = False) -> Rule:
     # Spark's rlike finds the pattern anywhere, so a whole-value rule must be anchored.
     if not (regex.startswith("^") and regex.endswith("$")):
         raise ValueError(f"rule on {column}: anchor the pattern with ^...$, got {regex!r}")
     return _rule(name or f"{column} is well formed", "ExpectColumnValuesToMatchRegex", tier,
-                 column=column, regex=regex)
+                 nullable=nullable, column=column, regex=regex)
 
 
-def not_in_future(column: str, tier: str = QUARANTINE) -> Rule:
+def not_in_future(column: str, tier: str = QUARANTINE, nullable: bool = False) -> Rule:
     return _rule(f"{column} not in the future", "ExpectColumnValuesToBeBetween", tier,
-                 column=column, max_value={"$PARAMETER": "now"})
+                 nullable=nullable, column=column, max_value={"$PARAMETER": "now"})
 
 
 def exists(what: str, column: str, waits_for: str, tier: str = QUARANTINE) -> Rule:
@@ -168,6 +182,13 @@ class Outcome:
     unexpected_count: int
     samples: list
     failing_keys: list[dict] = field(default_factory=list)
+
+    def joined(self, other: Outcome) -> Outcome:
+        """One outcome of a rule checked by two expectations (its own and the null check)."""
+        return Outcome(self.rule, self.success and other.success,
+                       self.unexpected_count + other.unexpected_count,
+                       (self.samples + other.samples)[:SAMPLE_SIZE],
+                       self.failing_keys + other.failing_keys)
 
     def message(self, table: str, rows: int) -> str:
         examples = self.failing_keys[:SAMPLE_SIZE] or self.samples
@@ -280,10 +301,7 @@ class Gate:
             gx, expectations = self._gx, self._gx.expectations
             if name not in self._suites:  # one suite for both engines
                 self._suites[name] = self.context.suites.add_or_update(gx.ExpectationSuite(
-                    name=name, expectations=[
-                        getattr(expectations, r.expectation)(**dict(r.arguments),
-                                                             meta={"rule": r.name, "tier": r.tier})
-                        for r in rules]))
+                    name=name, expectations=[e for r in rules for e in self._expectations(r)]))
             suite = self._suites[name]
             batches = (self.sources[engine].add_dataframe_asset(name=name)
                        .add_batch_definition_whole_dataframe("batch"))
@@ -300,6 +318,16 @@ class Gate:
                                "return_unexpected_index_query": False}))
         return self._checkpoints[name, engine]
 
+    def _expectations(self, rule: Rule) -> list:
+        """The rule's GX expectation, and a null check beside it where the rule fails nulls;
+        both carry the rule's name, and `validate` joins their outcomes into one."""
+        expectations, meta = self._gx.expectations, {"rule": rule.name, "tier": rule.tier}
+        found = [getattr(expectations, rule.expectation)(**dict(rule.arguments), meta=meta)]
+        if rule.fails_nulls:
+            found.append(expectations.ExpectColumnValuesToNotBeNull(
+                column=dict(rule.arguments)["column"], meta=meta))
+        return found
+
     def validate(self, name: str, rules: tuple[Rule, ...], keys: tuple[str, ...],
                  batch: DataFrame, now: datetime, engine: str | None = None) -> Verdict:
         """`now` is naive UTC, as Spark hands timestamps to Python (lakehouse/spark.py sets
@@ -315,7 +343,7 @@ class Gate:
             batch_parameters={"dataframe": _in_memory(batch) if engine == "pandas" else batch},
             expectation_parameters=expectation_parameters(rules, now))
         by_name = {r.name: r for r in rules}
-        outcomes = []
+        outcomes: dict[str, Outcome] = {}
         for validation in result.run_results.values():
             for found in validation.results:
                 rule = by_name[found.expectation_config.meta["rule"]]
@@ -327,9 +355,12 @@ class Gate:
                 samples = (detail.get("partial_unexpected_list", [])[:SAMPLE_SIZE] if rule.row_level
                            else [detail.get("observed_value")])
                 failing = [_key_first(row, keys) for row in detail.get("unexpected_index_list") or []]
-                outcomes.append(Outcome(rule, bool(found.success), int(detail.get("unexpected_count") or 0),
-                                        [_plain(value) for value in samples], failing))
-        return Verdict(rows, outcomes, self._quarantined(keys, batch.schema, outcomes))
+                outcome = Outcome(rule, bool(found.success), int(detail.get("unexpected_count") or 0),
+                                  [_plain(value) for value in samples], failing)
+                outcomes[rule.name] = (outcomes[rule.name].joined(outcome) if rule.name in outcomes
+                                       else outcome)
+        judged = [outcomes[r.name] for r in rules]
+        return Verdict(rows, judged, self._quarantined(keys, batch.schema, judged))
 
     def _quarantined(self, keys: tuple[str, ...], schema: T.StructType,
                      outcomes: list[Outcome]) -> DataFrame:

@@ -104,6 +104,8 @@ def test_product_price_is_exact(spark):
     (envelope("u", after=dict(SALE, unit_price="cheap")),
      "wrong type for unit_price (decimal(12,2)): 'cheap'"),
     (json.dumps({"op": "c", "after": SALE, "source": {}}), "missing or non-numeric source.lsn"),
+    # NOT NULL at the source (store_id, the one nullable column, is null in SALE and lands).
+    (envelope("c", after=dict(SALE, channel=None)), "null in NOT NULL column channel"),
     # Beyond Spark's timestamps: converting it would fail the whole batch, every replay again.
     (json.dumps({"op": "c", "after": SALE, "source": {"lsn": 1, "ts_ms": 10**17}}),
      "implausible source.ts_ms '100000000000000000'"),
@@ -137,6 +139,13 @@ def test_an_event_time_far_from_now_is_not_believed(spark):
     assert [r.event_id for r in rows] == ["e-1"]
     assert [b.error for b in bad] == ["implausible event_ts '9999-12-31T00:00:00Z'",
                                       "implausible event_ts '1970-01-01T00:00:00Z'"]
+
+
+def test_an_event_without_a_field_that_is_always_sent_is_quarantined(spark):
+    rows, bad = landed(spark, WEB_CLICKSTREAMS, json.dumps(dict(CLICK, device=None)),
+                       json.dumps(dict(CLICK, event_id="e-2", customer_id=7)))
+    assert [(r.event_id, r.customer_id) for r in rows] == [("e-2", 7)]
+    assert [b.error for b in bad] == ["missing field device"]
 
 
 def test_inventory_update_needs_its_ordering_field(spark):

@@ -84,6 +84,12 @@ def test_a_declaration_with_an_unknown_key_fails_with_a_clear_message():
         dataclasses.replace(SALES_TRANSACTIONS, envelope="avro")
 
 
+def test_only_a_column_outside_the_key_and_ordering_may_be_nullable():
+    with pytest.raises(ValueError, match=r"nullable columns \['order_id', 'weight'\] must be "
+                                         r"among its columns and outside its record key"):
+        dataclasses.replace(SALES_TRANSACTIONS, nullable=("store_id", "order_id", "weight"))
+
+
 def test_tables_are_found_by_name_or_topic():
     assert bronze_table(SALES_TRANSACTIONS.topic) is SALES_TRANSACTIONS
     with pytest.raises(ConfigurationError, match="no Bronze table 'nope'; known: "):

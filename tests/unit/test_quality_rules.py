@@ -121,3 +121,18 @@ def test_the_in_memory_and_the_spark_engine_reach_the_same_verdict(spark, tmp_pa
                                                now, engine)) for engine in ("spark", "pandas")]
             assert verdicts[0] == verdicts[1]
         assert not all(success for _, success, *_ in verdicts[0][1])
+
+
+def test_a_null_breaks_a_value_rule_unless_the_rule_allows_it(spark, tmp_path):
+    """GX's value expectations let nulls pass unjudged: a null channel is not a known one."""
+    rules = (quality.in_set("channel", ("store", "web")),
+             quality.between("discount", 0, name="discount >= 0", nullable=True))
+    batch = spark.createDataFrame([(1, "web", None), (2, None, 1.0), (3, "fax", 2.0)],
+                                  "id long, channel string, discount double")
+    gate = quality.Gate(spark, tmp_path / "quality", in_memory_rows=1_000)
+    for engine in ("spark", "pandas"):
+        channel, discount = gate.validate("nulls", rules, ("id",), batch, datetime(2026, 6, 1),
+                                          engine).outcomes
+        assert (channel.success, channel.unexpected_count) == (False, 2), engine
+        assert sorted(key["id"] for key in channel.failing_keys) == [2, 3], engine
+        assert discount.success, engine

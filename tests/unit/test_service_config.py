@@ -27,9 +27,10 @@ def test_compose_images_are_the_pinned_versions():
     assert versions["DEBEZIUM_CONNECT_IMAGE"].endswith(":" + versions["DEBEZIUM_VERSION"])
 
 
-def test_compose_publishes_the_native_ports():
+def test_compose_publishes_the_native_ports_on_loopback_only():
     ports = {name: svc["ports"][0] for name, svc in COMPOSE["services"].items() if "ports" in svc}
-    assert ports == {"postgres": "5432:5432", "kafka": "9092:9092", "connect": "8083:8083",
+    assert ports == {"postgres": "127.0.0.1:5432:5432", "kafka": "127.0.0.1:9092:9092",
+                     "connect": "127.0.0.1:8083:8083",
                      "thrift": "127.0.0.1:${THRIFT_PORT:-10000}:10000"}
     native = (ROOT / "infra/config/kafka-server.properties").read_text()
     assert "controller.quorum.voters=1@localhost:${controller_port}" in native
