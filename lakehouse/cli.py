@@ -104,8 +104,9 @@ def _simulate(args, settings):
 def _tail(args, settings):
     from kafka import KafkaConsumer, TopicPartition
 
+    # A local broker answers at once: after 5 s (not the client's 30) it is said to be down.
     consumer = KafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, enable_auto_commit=False,
-                             consumer_timeout_ms=args.timeout * 1000)
+                             consumer_timeout_ms=args.timeout * 1000, bootstrap_timeout_ms=5_000)
     partitions = [TopicPartition(args.topic, p) for p in consumer.partitions_for_topic(args.topic) or []]
     if not partitions:
         print(f"topic {args.topic} does not exist", file=sys.stderr)
@@ -567,6 +568,7 @@ def main(argv: list[str] | None = None) -> int:
     from lakehouse.quality import QualityGateFailed
 
     args = parser().parse_args(argv)
+    settings = None
     try:
         settings = settings_module.load()
         if getattr(args, "trigger_seconds", 0) is None:
@@ -584,6 +586,31 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except Exception as error:
+        unreachable = _unreachable_service(error, settings)
+        if unreachable is None:
+            raise
+        print(f"error: {unreachable}", file=sys.stderr)
+        return EXIT_CONFIGURATION if "password" in unreachable else EXIT_FAILURE
+
+
+def _unreachable_service(error: Exception, settings) -> str | None:
+    """One line for a service that is down or refuses our credentials, which would otherwise
+    print a client library's traceback."""
+    import psycopg
+    from kafka.errors import KafkaTimeoutError
+
+    if isinstance(error, psycopg.OperationalError):
+        reason = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+        if "password authentication failed" in reason:
+            return (f"Postgres at {settings.pg_host}:{settings.pg_port} refused the password of "
+                    f"{settings.pg_user}: check PGPASSWORD in .env against the running database")
+        return (f"Postgres at {settings.pg_host}:{settings.pg_port} does not answer ({reason}); "
+                f"start it with `make services`")
+    if isinstance(error, KafkaTimeoutError) and "bootstrap" in str(error):
+        return (f"Kafka at {settings.kafka_bootstrap} does not answer; start it with "
+                f"`make services`")
+    return None
 
 
 if __name__ == "__main__":

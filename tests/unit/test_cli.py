@@ -34,3 +34,16 @@ def test_an_unknown_bronze_table_is_refused_before_the_writer_lock(monkeypatch, 
         "configuration error: no Bronze table 'nope'; known: hudi_customer_master_bronze, "
         "hudi_product_catalog_bronze, hudi_sales_transactions_bronze, hudi_web_clickstreams_bronze, "
         "hudi_inventory_updates_bronze (or their topics)"]
+
+
+def test_a_service_that_does_not_answer_is_named_in_one_line(monkeypatch, capsys):
+    monkeypatch.setenv("PGPORT", "9")
+    monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "localhost:9")
+    assert cli.main(["seed"]) == cli.EXIT_FAILURE
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: Postgres at localhost:9 does not answer (") and \
+        line.endswith("); start it with `make services`"), line
+
+    assert cli.main(["tail", "retailmax.retail.sales_transactions", "--timeout", "1"]) == cli.EXIT_FAILURE
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "error: Kafka at localhost:9 does not answer; start it with `make services`"]
