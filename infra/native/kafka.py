@@ -65,8 +65,11 @@ class JvmService:
 
     def _java(self, config: Path, env: dict[str, str] | None = None) -> None:
         jars = ensure_jars(self.settings.state_dir)
+        # Neither broker nor worker needs the project's secrets, but the one `env` names (the
+        # worker's connector resolves it, and nothing else, through its env provider).
         self.process.start(["java", f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_BASE, "-cp",
-                            jars.kafka_classpath, self.main_class, str(config)], env=env)
+                            jars.kafka_classpath, self.main_class, str(config)], env=env,
+                           inherit_secrets=False)
         wait_until(self.healthy, self.startup_timeout, f"{self.name} (log {self.log})",
                    self.log, alive=self.process.running)
 

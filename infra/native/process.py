@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from lakehouse.settings import SECRET_VARIABLES
+
 
 class ServiceError(RuntimeError):
     """A service could not be started or is unhealthy; the message says what to fix."""
@@ -124,13 +126,18 @@ class BackgroundProcess:
     def running(self) -> bool:
         return self.pid is not None
 
-    def start(self, command: list[str], env: dict[str, str] | None = None) -> None:
+    def start(self, command: list[str], env: dict[str, str] | None = None,
+              inherit_secrets: bool = True) -> None:
+        """Starts `command` with this process's environment and `env`; without
+        `inherit_secrets`, none of the project's secrets but those `env` names."""
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        inherited = {name: value for name, value in os.environ.items()
+                     if inherit_secrets or name not in SECRET_VARIABLES}
         with self.log.open("ab") as log:
             process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, **(env or {})}, start_new_session=True,
+                env={**inherited, **(env or {})}, start_new_session=True,
             )
         self.pid_file.write_text(str(process.pid))
 
