@@ -25,6 +25,7 @@ from lakehouse.settings import METASTORE_ROLE, Settings, read_versions
 
 IVY_SETTINGS = Path(__file__).resolve().parent.parent / "infra" / "spark" / "ivysettings.xml"
 
+LOOPBACK = "127.0.0.1"
 SCALA_BINARY = "2.12"
 SPARK_LINE = ".".join(pyspark.__version__.split(".")[:2])
 
@@ -82,6 +83,8 @@ def session_config(settings: Settings) -> dict[str, str]:
         "spark.executor.memory": settings.spark_executor_memory,
         "spark.pyspark.python": sys.executable,
         "spark.ui.enabled": str(settings.spark_ui).lower(),
+        # The UI shows jobs; killing them is for the process that runs them.
+        "spark.ui.killEnabled": "false",
         # Progress bars are for terminals; jobs log to files and test output.
         "spark.ui.showConsoleProgress": "false",
         # Hudi 1.2 answers a filter that fixes every record-key field from the record index,
@@ -146,8 +149,15 @@ def session(settings: Settings, app_name: str = "retailmax",
     builder = SparkSession.builder.appName(app_name)
     # Under spark-submit the master comes from the submitter; SPARK_MASTER overrides it.
     master = os.environ.get("SPARK_MASTER")
-    if master or "PYSPARK_GATEWAY_PORT" not in os.environ:
-        builder = builder.master(master or "local[*]")
+    if master:
+        builder = builder.master(master)
+    elif "PYSPARK_GATEWAY_PORT" not in os.environ:
+        builder = builder.master("local[*]")
+        # Nothing beyond this machine talks to a local driver: its RPC and block manager
+        # listen on loopback, and so does its UI (which reads SPARK_LOCAL_IP, not the conf).
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+        builder = builder.config("spark.driver.bindAddress", LOOPBACK) \
+            .config("spark.driver.host", LOOPBACK)
     for key, value in (session_config(settings) | (extra_config or {})).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

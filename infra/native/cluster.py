@@ -168,7 +168,10 @@ class SparkDaemon(ClusterDaemon):
         return [str(SPARK_HOME / "bin" / "spark-class"), self.main_class, *self.arguments()]
 
     def environment(self) -> dict[str, str]:
-        return {"SPARK_HOME": str(SPARK_HOME), "SPARK_DAEMON_MEMORY": DAEMON_HEAP}
+        # --host binds a daemon's RPC; its web UI binds to SPARK_LOCAL_IP (all interfaces
+        # without it).
+        return {"SPARK_HOME": str(SPARK_HOME), "SPARK_DAEMON_MEMORY": DAEMON_HEAP,
+                "SPARK_LOCAL_IP": HOST}
 
     @abstractmethod
     def arguments(self) -> list[str]: ...
