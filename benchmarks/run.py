@@ -27,7 +27,8 @@ from lakehouse.settings import Settings
 TRANSACTIONS_PER_SECOND = 20
 EVENTS_PER_TRANSACTION = 4  # as in `make up`: 5 transactions and 20 events a second
 
-TABLE_LINE = re.compile(r"^(hudi_\w+)\s+(incremental|full refresh|no new input).*?([\d.]+) s\)?$")
+TABLE_LINE = re.compile(r"^(hudi_\w+)\s+(incremental|full refresh|no new input).*?([\d.]+) s\)?"
+                        r"(?:  \(.*\))?$")  # a full refresh ends with its reason
 DRAINED = re.compile(r"^bronze: drained in ([\d.]+) s")
 
 
