@@ -131,7 +131,7 @@ def test_a_dropped_column_stops_bronze_until_the_declaration_drops_it_and_nothin
             assert product_row(spark, services, product).unit_price == price
 
         # What the message says to do: drop the column from the declaration.
-        edited = dataclasses.replace(PRODUCT_CATALOG, columns={
+        edited = dataclasses.replace(PRODUCT_CATALOG, nullable=(), columns={
             name: kind for name, kind in PRODUCT_CATALOG.columns.items() if name != "description"})
         BronzeJob(spark, services, (edited,)).drain()
         landed = product_row(spark, services, product)
