@@ -23,6 +23,11 @@ That is harmless: recomputing a key from a newer snapshot gives the newer truth,
 commits' changes are read again, and recomputed again, by the next run.
 """
 
+# Why one module, for now: the runner's steps (read changes, validate, keep out, write,
+# reconcile) share its caches and report, and are read top to bottom as one algorithm.
+# Issue 31 moves the Hudi read primitives and the report formatting beside it into modules
+# of their own, together with the rest of the core's split.
+
 from __future__ import annotations
 
 import dataclasses

@@ -17,6 +17,10 @@ Declarations build plain data (no GX import), so reading the catalog stays fast;
 turns them into GX suites and checkpoints when a run validates.
 """
 
+# Why one module, for now: the rule helpers and the gate are the two halves of one contract
+# (what a rule means, and how GX is made to mean it, nulls included). Issue 31 splits the
+# declarations, which import no PySpark, from the gate, which does.
+
 from __future__ import annotations
 
 import json

@@ -5,6 +5,10 @@ Secrets are never defaulted: they come from the environment or from the untracke
 at start with a message naming the variable.
 """
 
+# Why one module: each setting is declared, defaulted and validated once, here; it is long
+# because the project has many settings. Issue 31's `duplicates` finding (settings spelled
+# three times) is the change that shortens it.
+
 from __future__ import annotations
 
 import os

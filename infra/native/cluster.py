@@ -10,6 +10,9 @@ Ports besides the two that clients use (SPARK_MASTER_PORT, HDFS_NAMENODE_PORT) a
 here; the web UIs are on 127.0.0.1 only.
 """
 
+# Why one module: the master, the workers and HDFS are started, checked and stopped as one
+# cluster (`make cluster`), and each daemon is a few lines over the shared base class here.
+
 from __future__ import annotations
 
 import json
