@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from infra import metastore
 from infra.native import cluster
 from infra.native.kafka import NativeConnect, NativeKafka
 from infra.native.postgres import NativePostgres
@@ -74,6 +75,10 @@ def start(settings: Settings, mode: str = "auto", report=print) -> str:
     _mode_file(settings).parent.mkdir(parents=True, exist_ok=True)
     _mode_file(settings).write_text(mode)
     if mode == "docker":
+        # The JDBC server's only Postgres account is the metastore's: the catalog's database
+        # is made from here, with the superuser's password, before the server starts.
+        _compose(settings, "up", "-d", "--wait", "postgres")
+        metastore.ensure(settings)
         _compose(settings, "up", "-d", "--wait")
     else:
         for service in _native_services(settings):
@@ -140,7 +145,9 @@ def status(settings: Settings) -> list[ServiceStatus]:
                       port_open(connect_host, settings.connect_port)),
         ServiceStatus("thrift", f"jdbc:hive2://localhost:{settings.thrift_port}",
                       port_open(settings.thrift_bind_host, settings.thrift_port),
-                      "JDBC/ODBC server (Spark Thrift server) over the shared catalog"),
+                      f"JDBC/ODBC server over the shared catalog; sign in as "
+                      f"{settings.analyst_user} / {settings.analyst_password} (ANALYST_PASSWORD "
+                      f"in .env)"),
     ]
     result += [ServiceStatus(name, address, healthy, "make cluster")
                for name, address, healthy in cluster.status(settings)]

@@ -18,7 +18,8 @@ from importlib import resources
 from pathlib import Path
 
 ENV_FILE = Path(".env")
-SECRET_VARIABLES = ("PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD", "MINIO_ROOT_PASSWORD")
+SECRET_VARIABLES = ("PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD", "MINIO_ROOT_PASSWORD",
+                    "ANALYST_PASSWORD")
 # The Postgres role that owns the Hive metastore's database (infra/metastore.py).
 METASTORE_ROLE = "metastore"
 
@@ -156,6 +157,8 @@ class Settings:
     thrift_port: int = 10000
     thrift_bind_host: str = "localhost"
     thrift_memory: str = "2g"
+    # The JDBC server's one account (its password is ANALYST_PASSWORD in .env).
+    analyst_user: str = "analyst"
     # `make cluster` (infra/native/cluster.py): a Spark standalone master with this many workers,
     # each offering its cores and memory to one executor per application, and HDFS.
     spark_master_port: int = 7077
@@ -183,6 +186,10 @@ class Settings:
     @property
     def metastore_password(self) -> str:
         return _require("METASTORE_PASSWORD")
+
+    @property
+    def analyst_password(self) -> str:
+        return _require("ANALYST_PASSWORD")
 
     @property
     def s3_secret_key(self) -> str:
@@ -226,6 +233,7 @@ class Settings:
             "HUDI_COMMITS_RETAINED": str(self.commits_retained),
             "METASTORE_DATABASE": self.metastore_database, "THRIFT_PORT": str(self.thrift_port),
             "THRIFT_BIND_HOST": self.thrift_bind_host, "THRIFT_DRIVER_MEMORY": self.thrift_memory,
+            "ANALYST_USER": self.analyst_user,
             "SPARK_MASTER_PORT": str(self.spark_master_port), "SPARK_WORKERS": str(self.spark_workers),
             "SPARK_WORKER_CORES": str(self.spark_worker_cores),
             "SPARK_WORKER_MEMORY": self.spark_worker_memory,
@@ -295,6 +303,7 @@ def load() -> Settings:
         thrift_port=_port("THRIFT_PORT", 10000),
         thrift_bind_host=os.environ.get("THRIFT_BIND_HOST", "localhost"),
         thrift_memory=os.environ.get("THRIFT_DRIVER_MEMORY", "2g"),
+        analyst_user=os.environ.get("ANALYST_USER", "analyst"),
         spark_master_port=_port("SPARK_MASTER_PORT", 7077),
         spark_workers=_positive("SPARK_WORKERS", 2),
         spark_worker_cores=_positive("SPARK_WORKER_CORES", 1),

@@ -127,8 +127,10 @@ def catalog_config(settings: Settings) -> dict[str, str]:
         "spark.hadoop.javax.jdo.option.ConnectionURL": settings.metastore_jdbc_url,
         "spark.hadoop.javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
         "spark.hadoop.javax.jdo.option.ConnectionUserName": METASTORE_ROLE,
-        # Spark's UI and logs redact values of keys that name a password.
-        "spark.hadoop.javax.jdo.option.ConnectionPassword": settings.metastore_password,
+        # A reference, not the password: PySpark puts every setting on the JVM's command line,
+        # which any local user can list. Hadoop's configuration expands ${env.NAME} when the
+        # Hive client reads the value, from the environment the JVM inherits from this process.
+        "spark.hadoop.javax.jdo.option.ConnectionPassword": "${env.METASTORE_PASSWORD}",
         # infra/metastore.py creates the tables; the client must never do it (it deadlocks).
         "spark.hadoop.datanucleus.schema.autoCreateAll": "false",
         "spark.hadoop.hive.metastore.schema.verification": "true",
@@ -136,13 +138,14 @@ def catalog_config(settings: Settings) -> dict[str, str]:
 
 
 def session(settings: Settings, app_name: str = "retailmax",
-            extra_config: dict[str, str] | None = None) -> SparkSession:
+            extra_config: dict[str, str] | None = None,
+            ensure_metastore: bool = True) -> SparkSession:
     # PySpark turns naive Python datetimes into timestamps (and back, on collect) in the
     # process's time zone; with the process on UTC they mean what Spark's UTC session means,
     # whatever the host is set to (quality rules compare columns with "now").
     os.environ["TZ"] = "UTC"
     time.tzset()
-    if settings.metastore_database:
+    if settings.metastore_database and ensure_metastore:
         from infra import metastore
 
         metastore.ensure(settings)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from infra import metastore
 from infra.native.process import (
     BackgroundProcess,
     ensure_port_free,
@@ -36,7 +37,13 @@ class NativeThriftServer:
         if self.running():
             return
         ensure_port_free("The JDBC server", self.port, "THRIFT_PORT")
-        self.process.start([sys.executable, "-m", "serving.jdbc"], env=self.settings.environment())
+        # The server's only Postgres account is the metastore's: the catalog's database is
+        # made here, by the caller that holds the superuser's password.
+        metastore.ensure(self.settings)
+        self.process.start([sys.executable, "-m", "serving.jdbc"], inherit_secrets=False,
+                           env=self.settings.environment() | {
+                               "METASTORE_PASSWORD": self.settings.metastore_password,
+                               "ANALYST_PASSWORD": self.settings.analyst_password})
         wait_until(self.healthy, self.startup_timeout, f"{self.name} (log {self.log})", self.log,
                    alive=self.process.running)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -46,10 +47,14 @@ def _spark_rows(spark, sql: str) -> list[tuple]:
     return _rows(tuple(r) for r in spark.sql(sql).collect())
 
 
-def _beeline(settings, sql: str) -> list[list[str]]:
+def _beeline(settings, sql: str, password_file: Path) -> list[list[str]]:
+    # The password from a file, as a user would give it: a command line is visible to `ps`.
+    password_file.write_text(settings.analyst_password)
+    password_file.chmod(0o600)
     result = subprocess.run(
-        [str(BIN / "beeline"), "-u", jdbc.jdbc_url(settings), "--silent=true",
-         "--outputformat=csv2", "--showHeader=false", "-e", sql],
+        [str(BIN / "beeline"), "-u", jdbc.jdbc_url(settings), "-n", settings.analyst_user,
+         "-w", str(password_file), "--silent=true", "--outputformat=csv2", "--showHeader=false",
+         "-e", sql],
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
     assert result.returncode == 0, result.stdout + result.stderr
@@ -69,7 +74,8 @@ def _as_text(value) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(GOLD_QUERIES))
-def test_jdbc_clients_and_the_fast_path_answer_what_spark_sql_answers(lakehouse, spark, name):
+def test_jdbc_clients_and_the_fast_path_answer_what_spark_sql_answers(lakehouse, spark, name,
+                                                                      tmp_path):
     sql = GOLD_QUERIES[name]
     expected = _spark_rows(spark, sql)
     assert expected, f"{name} returned no rows: the test would prove nothing"
@@ -79,7 +85,7 @@ def test_jdbc_clients_and_the_fast_path_answer_what_spark_sql_answers(lakehouse,
         cursor.execute(sql)
         assert _rows(cursor.fetchall()) == expected
 
-    assert _beeline(lakehouse, sql) == sorted([_as_text(v) for v in row] for row in expected)
+    assert _beeline(lakehouse, sql, tmp_path / "password") == sorted([_as_text(v) for v in row] for row in expected)
 
     assert _rows(tuple(r.values()) for r in fastpath.query(lakehouse.warehouse, sql).table.to_pylist()) \
         == expected
@@ -164,6 +170,73 @@ def test_a_jdbc_server_that_is_down_is_named_in_one_line(lakehouse):
     with pytest.raises(jdbc.ServerDown, match=r"^the JDBC server at localhost:9 does not answer: "
                                              r"start it with `make services`"):
         jdbc.connect(nowhere)
+
+
+def test_the_jdbc_server_signs_in_only_the_analyst_account(lakehouse):
+    for user, password in ((lakehouse.analyst_user, "wrong"), ("root", lakehouse.analyst_password),
+                           (lakehouse.analyst_user, "")):
+        with pytest.raises(jdbc.SignInRefused, match=(
+                rf"^the JDBC server at localhost:{lakehouse.thrift_port} refused user '{user}' "
+                r"and its password: the analyst account is ANALYST_USER / ANALYST_PASSWORD in "
+                r"\.env")):
+            jdbc.connect(lakehouse, user=user, password=password)
+
+
+GOLD = "gold.hudi_daily_sales_gold"
+READ_ONLY = re.escape("refused: the RetailMax JDBC server only reads (SELECT, WITH, SHOW, "
+                      "DESCRIBE, EXPLAIN, USE, SET to read a setting); not allowed: ")
+# Each statement an analyst might send to do more than read, and what the server answers.
+REFUSED = {
+    "script transform": (f"SELECT TRANSFORM(region) USING 'cat /etc/shadow' AS (line) FROM {GOLD}",
+                         READ_ONLY + r"script transforms \(SELECT TRANSFORM"),
+    "reflection": ("SELECT reflect('java.lang.System', 'getenv', 'METASTORE_PASSWORD')",
+                   READ_ONLY + r"reflect\(\) and java_method\(\)"),
+    "reflection in a subquery": (
+        f"SELECT count(*) FROM {GOLD} WHERE region IN "
+        f"(SELECT java_method('java.lang.System', 'getProperty', 'user.home'))",
+        READ_ONLY + r"reflect\(\) and java_method\(\)"),
+    "host file": ("SELECT * FROM text.`file:///etc/passwd`", "TABLE_OR_VIEW_NOT_FOUND"),
+    "file view": ("CREATE TEMPORARY VIEW passwd USING text OPTIONS (path '/etc/passwd')",
+                  READ_ONLY + "CreateTempViewUsing"),
+    "create table": ("CREATE TABLE gold.mine (id INT) USING parquet", READ_ONLY + r"Create\w*Table"),
+    "drop table": (f"DROP TABLE {GOLD}", READ_ONLY + "DropTable"),
+    "insert": (f"INSERT INTO {GOLD} SELECT * FROM {GOLD}", READ_ONLY + "InsertInto"),
+    "delete": (f"DELETE FROM {GOLD}", READ_ONLY + r"Delete\w*"),
+    "change a setting": ("SET spark.sql.runSQLOnFiles=true", READ_ONLY + "SetCommand"),
+    "add jar": ("ADD JAR /tmp/anything.jar", READ_ONLY + "AddJarsCommand"),
+    "call a procedure": (f"CALL show_commits(table => '{GOLD}')", READ_ONLY),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_the_jdbc_server_refuses_whatever_does_more_than_read(lakehouse, spark, name):
+    statement, message = REFUSED[name]
+    totals = f"SELECT count(*), sum(total_sales_amount) FROM {GOLD}"
+    before = _spark_rows(spark, totals)
+    with jdbc.connect(lakehouse) as connection:
+        cursor = connection.cursor()
+        with pytest.raises(Exception) as refused:
+            cursor.execute(statement)
+        assert re.search(message, str(refused.value)), str(refused.value)[:500]
+        # The connection stays usable, and the table is as it was.
+        cursor.execute(totals)
+        assert _rows(cursor.fetchall()) == before
+
+
+def test_the_jdbc_server_answers_what_reads_the_catalog(lakehouse):
+    with jdbc.connect(lakehouse) as connection:
+        cursor = connection.cursor()
+        cursor.execute("SHOW TABLES IN gold")
+        assert "hudi_daily_sales_gold" in {row[1] for row in cursor.fetchall()}
+        cursor.execute(f"DESCRIBE {GOLD}")
+        assert "total_sales_amount" in {row[0] for row in cursor.fetchall()}
+        cursor.execute("SET spark.sql.session.timeZone")
+        assert cursor.fetchall() == [("spark.sql.session.timeZone", "UTC")]
+        cursor.execute(f"EXPLAIN SELECT count(*) FROM {GOLD}")
+        assert "Physical Plan" in cursor.fetchall()[0][0]
+        cursor.execute("USE silver")
+        cursor.execute("SHOW TABLES")
+        assert {row[0] for row in cursor.fetchall()} == {"silver"}
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.stem)

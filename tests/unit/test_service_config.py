@@ -96,7 +96,7 @@ def test_compose_file_is_valid_for_docker_compose_when_available():
          str(ROOT / "infra/versions.env"), "config", "--quiet"],
         capture_output=True, text=True,
         env={"PATH": "/usr/bin:/bin", "PGPASSWORD": "x", "DEBEZIUM_PASSWORD": "y",
-             "METASTORE_PASSWORD": "z", "MINIO_ROOT_PASSWORD": "w",
+             "METASTORE_PASSWORD": "z", "MINIO_ROOT_PASSWORD": "w", "ANALYST_PASSWORD": "v",
              "LAKEHOUSE_WAREHOUSE": "/tmp/warehouse"})
     assert result.returncode == 0, result.stderr
 

@@ -38,6 +38,14 @@ def test_lakehouse_query_only_reads(tmp_path, sql, refused):
     assert not out.exists()
 
 
+@pytest.mark.parametrize("sql", ["SELECT * FROM '/etc/passwd'", "SELECT * FROM 'file:///etc/hostname'",
+                                 "SELECT * FROM read_csv('/etc/passwd')"])
+def test_lakehouse_query_reads_no_file_by_path(tmp_path, sql):
+    with pytest.raises(fastpath.QueryError, match=r"^query failed: Error during planning: "
+                                                  r"table (function )?'.*' not found$"):
+        fastpath.query(str(tmp_path), sql)
+
+
 def test_a_table_without_a_completed_commit_says_it_has_no_data_yet(tmp_path):
     table = tmp_path / "gold" / "hudi_daily_sales_gold"
     (table / ".hoodie" / "timeline").mkdir(parents=True)

@@ -5,7 +5,7 @@ from lakehouse import settings
 
 @pytest.fixture
 def clean_env(monkeypatch, tmp_path):
-    for name in ("PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD", "MINIO_ROOT_PASSWORD", "PGPORT",
+    for name in (*settings.SECRET_VARIABLES, "PGPORT",
                  "KAFKA_BOOTSTRAP_SERVERS", "CONNECT_URL", "METASTORE_DATABASE", "THRIFT_PORT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
@@ -21,7 +21,7 @@ def test_missing_secret_names_the_variable(clean_env):
 
 def test_env_file_is_written_once_and_read(clean_env, monkeypatch):
     assert settings.write_env_file() == ["PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD",
-                                         "MINIO_ROOT_PASSWORD"]
+                                         "MINIO_ROOT_PASSWORD", "ANALYST_PASSWORD"]
     first = (clean_env / ".env").read_text()
     assert settings.write_env_file() == []
     assert (clean_env / ".env").read_text() == first
