@@ -88,7 +88,21 @@ def test_an_s3a_warehouse_brings_hadoops_s3_connector_and_the_stores_endpoint(cl
     assert config["spark.jars.packages"].endswith(",org.apache.hadoop:hadoop-aws:3.3.4")
     assert (config["spark.hadoop.fs.s3a.endpoint"], config["spark.hadoop.fs.s3a.path.style.access"],
             config["spark.hadoop.fs.s3a.access.key"], config["spark.hadoop.fs.s3a.secret.key"]) == \
-        ("http://127.0.0.1:9000", "true", "retailmax", "secret")
+        ("http://127.0.0.1:9000", "true", "retailmax", "${env.MINIO_ROOT_PASSWORD}")
+    monkeypatch.delenv("MINIO_ROOT_PASSWORD")
+    with pytest.raises(settings.ConfigurationError, match=r"^MINIO_ROOT_PASSWORD is not set"):
+        session_config(on_minio)
+
+
+def test_no_secret_is_in_a_sessions_settings(clean_env, monkeypatch):
+    """PySpark passes every setting on the JVM's command line, which `ps` shows."""
+    from lakehouse.spark import session_config
+
+    for name in settings.SECRET_VARIABLES:
+        monkeypatch.setenv(name, f"secret-{name}")
+    config = session_config(settings.load())
+    assert config["spark.hadoop.javax.jdo.option.ConnectionPassword"] == "${env.METASTORE_PASSWORD}"
+    assert not [key for key, value in config.items() if "secret-" in value]
 
 
 def test_an_applications_share_of_a_clusters_cores_is_set_only_when_asked(clean_env, monkeypatch):
