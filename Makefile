@@ -21,7 +21,7 @@ install: $(VENV)/.installed ## install system packages, the Python virtualenv an
 	  DEBIAN_FRONTEND=noninteractive $$( [ $$(id -u) -eq 0 ] || echo sudo ) apt-get install -y -qq $$missing; \
 	fi
 	@$(PYTHON) -m infra.native.jars
-	@$(PYTHON) -m serving.guard
+	@$(PYTHON) -m lakehouse.jvm
 	@mkdir -p .lake/logs; SPARK_UI=false $(PYTHON) -m lakehouse.spark 2>.lake/logs/spark-packages.log || \
 	  { tail -30 .lake/logs/spark-packages.log; exit 1; }
 

@@ -27,7 +27,7 @@ import pyspark
 
 from benchmarks import bronze, commits, derived, freshness, layout, run, scheduler, serving
 from benchmarks.report import header
-from infra import stack
+from infra import metastore, stack
 from ingestion.seed import SeedSize, seed
 from lakehouse import demo, spark
 from lakehouse import settings as settings_module
@@ -162,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         if counts:
             print(f"seeded {counts}")
         bench = bronze.bench_settings(settings)
+        metastore.ensure(bench)
         if args.only != "serving":
             shutil.rmtree(settings.state_dir / "bench", ignore_errors=True)
         if args.only in (None, "run"):

@@ -7,9 +7,17 @@ whole record.
 
 Debezium encodings (ingestion/debezium-postgres.json): decimals arrive as exact strings,
 `date` as days since 1970-01-01, `timestamptz` as ISO-8601 strings in UTC.
+
+Strict by design: a message is one JSON object and nothing after it, with no field twice;
+an integer column takes only integers and a decimal column only values that fit its
+precision and scale (Spark's casts would truncate 7.9 to 7, or round a third decimal); a
+change's key in Kafka must be its row's key. Each of these is quarantined with its reason.
 """
 
 from __future__ import annotations
+
+import re
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -17,6 +25,7 @@ from pyspark.sql.types import MapType, StringType, StructField, StructType
 
 from bronze.tables import DEBEZIUM, BronzeTable
 from lakehouse.layout import partition_value, with_partition_field
+from lakehouse.settings import Settings
 
 CDC_OPS = ("c", "r", "u", "d")
 MOVED_FROM = "_moved_from"
@@ -32,32 +41,62 @@ def _as_strings(columns) -> StructType:
     return StructType([StructField(name, StringType()) for name in columns])
 
 
+INTEGRAL_TYPES = ("tinyint", "smallint", "int", "bigint")
+INTEGER = r"^-?[0-9]+$"
+
+
+def exact_pattern(spark_type: str) -> str | None:
+    """The text an integral, decimal or boolean column accepts, exactly (null when a cast
+    would have to truncate, round or guess); None for the other types."""
+    if spark_type in INTEGRAL_TYPES:
+        return INTEGER
+    if spark_type == "boolean":  # Spark's cast would also take yes, y, t and 1
+        return "^(true|false)$"
+    decimal = re.fullmatch(r"decimal\((\d+),\s*(\d+)\)", spark_type)
+    if decimal is None:
+        return None
+    precision, scale = map(int, decimal.groups())
+    fraction = rf"(\.[0-9]{{1,{scale}}})?" if scale else ""
+    return rf"^-?[0-9]{{1,{max(precision - scale, 1)}}}{fraction}$"
+
+
 def _typed(text: Column, spark_type: str) -> Column:
     if spark_type == "date":
         days = F.date_add(F.lit("1970-01-01").cast("date"), text.cast("int"))
-        return F.when(text.rlike(r"^-?[0-9]+$"), days).otherwise(text.cast("date"))
+        return F.when(text.rlike(INTEGER), days).otherwise(text.cast("date"))
+    if pattern := exact_pattern(spark_type):
+        return F.when(text.rlike(pattern), text.cast(spark_type))
     return text.cast(spark_type)
 
 
-# How far a change's own time may lie from when it lands before it is not believed: a
-# clock that far off, or a forged message, would otherwise order the row ahead of every
-# later real change (and a time beyond Spark's range would fail the whole batch).
-EARLIEST_PLAUSIBLE = "2000-01-01"
-AHEAD_PLAUSIBLE_SECONDS = 24 * 3600
+@dataclass(frozen=True)
+class Plausible:
+    """The times a change may carry: from `earliest` (a date) to `ahead_seconds` after it
+    lands (BRONZE_EARLIEST_PLAUSIBLE, BRONZE_MAX_AHEAD_SECONDS). A clock that far off, or a
+    forged message, would otherwise order the row ahead of every later real change (and a
+    time beyond Spark's range would fail the whole batch)."""
 
+    earliest: str = "2000-01-01"
+    ahead_seconds: int = 24 * 3600
+    # The source's WAL position when the batch was read: no real change can lie beyond it,
+    # and a forged one that did would win against every later real change of its row.
+    latest_lsn: int | None = None
 
-def _plausible(instant: Column) -> Column:
-    """Whether a timestamp lies between EARLIEST_PLAUSIBLE and a day after now."""
-    latest = F.current_timestamp() + F.expr(f"INTERVAL {AHEAD_PLAUSIBLE_SECONDS} SECONDS")
-    return instant.between(F.lit(EARLIEST_PLAUSIBLE).cast("timestamp"), latest)
+    @classmethod
+    def of(cls, settings: Settings, latest_lsn: int | None = None) -> Plausible:
+        return cls(settings.bronze_earliest_plausible, settings.bronze_max_ahead_seconds,
+                   latest_lsn)
 
+    def instant(self, instant: Column) -> Column:
+        latest = F.current_timestamp() + F.expr(f"INTERVAL {self.ahead_seconds} SECONDS")
+        return instant.between(F.lit(self.earliest).cast("timestamp"), latest)
 
-def _plausible_millis(text: Column) -> Column:
-    """Whether a text holds epoch milliseconds of a plausible instant. Checked before any
-    conversion: converting an out-of-range value raises, it does not give null."""
-    earliest = F.unix_millis(F.lit(EARLIEST_PLAUSIBLE).cast("timestamp"))
-    latest = F.unix_millis(F.current_timestamp()) + AHEAD_PLAUSIBLE_SECONDS * 1000
-    return text.rlike(r"^[0-9]{1,15}$") & text.cast("long").between(earliest, latest)
+    def millis(self, text: Column) -> Column:
+        """Whether a text holds epoch milliseconds of a plausible instant. Checked before
+        any conversion: converting an out-of-range value raises, it does not give null."""
+        earliest = F.unix_millis(F.lit(self.earliest).cast("timestamp"))
+        latest = F.unix_millis(F.current_timestamp()) + self.ahead_seconds * 1000
+        return text.rlike(r"^[0-9]{1,15}$") & text.cast("long").between(earliest, latest)
 
 
 def _first_error(checks: list[tuple[Column, Column]]) -> Column:
@@ -85,11 +124,46 @@ def _field_checks(image: Column, table: BronzeTable) -> list[tuple[Column, Colum
     return checks
 
 
+# The strict JSON check: org.retailmax.bronze.JsonDefect (bronze/jvm/), in the project's jar
+# every session loads (lakehouse/jvm.py). In the JVM, since a Python function would start a
+# Python worker for every task of every batch.
+JSON_DEFECT = "retailmax_json_defect"
+
+
+def _json_defects(messages: DataFrame) -> Column:
+    """Why each `raw_value` is not exactly one JSON object, or null."""
+    messages.sparkSession.udf.registerJavaFunction(JSON_DEFECT, "org.retailmax.bronze.JsonDefect",
+                                                   StringType())
+    return F.call_udf(JSON_DEFECT, F.col("raw_value"))
+
+
+def _key_checks(raw_key: Column, image: Column, table: BronzeTable) -> list[tuple[Column, Column]]:
+    """Debezium keys each change by its row's key (a JSON object of the key columns), and
+    Kafka keeps one key's changes in order on one partition: a message whose key is not its
+    image's would be ordered against another row's changes."""
+    key = F.from_json(raw_key, MapType(StringType(), StringType()))
+    agrees = F.size(key) == len(table.record_key)
+    for name in table.record_key:
+        agrees = agrees & key[name].eqNullSafe(image[name])
+    return [(raw_key.isNull(), F.lit("missing Kafka key")),
+            (~F.coalesce(agrees, F.lit(False)),
+             F.concat(F.lit("Kafka key '"), raw_key, F.lit("' is not the row's key")))]
+
+
 def _parse(raw_value: Column, fields: list[StructField]) -> Column:
     """from_json that keeps input which is not a JSON object in `_corrupt_record` (by
     default it would become a struct of nulls, indistinguishable from `{}`)."""
     schema = StructType([*fields, StructField(CORRUPT_RECORD, StringType())])
     return F.from_json(raw_value, schema, {"columnNameOfCorruptRecord": CORRUPT_RECORD})
+
+
+def _parse_checked(messages: DataFrame, name: str, fields: list[StructField]) -> DataFrame:
+    """`messages` with `_defect` (why a value is not exactly one JSON object) and, for the
+    values without one, their parse as column `name`: Spark's parser never sees what the
+    strict check refused (a value nested deeper than its parser allows would fail the batch)."""
+    checked = messages.withColumn("_defect", _json_defects(messages))
+    return checked.withColumn(name, F.when(F.col("_defect").isNull(),
+                                           _parse(F.col("raw_value"), fields)))
 
 
 def _not_an_object(parsed: Column) -> Column:
@@ -102,8 +176,13 @@ KAFKA_COLUMNS = ("raw_key", "raw_value", "_kafka_topic", "_kafka_partition", "_k
 
 def _kafka_columns(raw: DataFrame) -> DataFrame:
     return raw.select(
-        F.col("key").cast("string").alias("raw_key"),
-        F.col("value").cast("string").alias("raw_value"),
+        # Decoded, not cast: a cast keeps bytes that are not UTF-8 inside the string, which
+        # fails whatever reads it next (Arrow, for the strict JSON check). Decoding replaces
+        # them (U+FFFD), so the text stays readable and searchable in the quarantine, and the
+        # message is known not to be UTF-8, which JSON must be, when re-encoding differs.
+        F.decode(F.col("key"), "UTF-8").alias("raw_key"),
+        F.decode(F.col("value"), "UTF-8").alias("raw_value"),
+        (F.encode(F.decode(F.col("value"), "UTF-8"), "UTF-8") == F.col("value")).alias("_utf8"),
         F.col("topic").alias("_kafka_topic"),
         F.col("partition").alias("_kafka_partition"),
         F.col("offset").alias("_kafka_offset"),
@@ -119,7 +198,7 @@ def _partition_column(image: Column, table: BronzeTable) -> Column:
     return _typed(image[partitioning.column], table.columns[partitioning.column])
 
 
-def _debezium(messages: DataFrame, table: BronzeTable) -> DataFrame:
+def _debezium(messages: DataFrame, table: BronzeTable, plausible: Plausible) -> DataFrame:
     # Images are parsed as maps, not structs of the declared columns, so that the fields a
     # message has beyond them are seen too.
     image_type = MapType(StringType(), StringType())
@@ -127,23 +206,33 @@ def _debezium(messages: DataFrame, table: BronzeTable) -> DataFrame:
         StructField("before", image_type), StructField("after", image_type),
         StructField("op", StringType()), StructField("source", _as_strings(["lsn", "ts_ms"])),
     ]
-    parsed = messages.withColumn("_m", _parse(F.col("raw_value"), envelope))
+    parsed = _parse_checked(messages, "_m", envelope)
     op = F.col("_m.op")
     # A delete carries the old row (REPLICA IDENTITY FULL); every other op the new one.
     image = F.when(op == "d", F.col("_m.before")).otherwise(F.col("_m.after"))
     parsed = parsed.withColumn("_image", image)
     source_ms = F.col("_m.source.ts_ms")
     checks = [
-        (_not_an_object(F.col("_m")), F.lit("not a JSON object")),
+        (~F.col("_utf8"), F.lit("not UTF-8 text")),
+        (F.col("_defect").isNotNull(), F.col("_defect")),
+        # Valid JSON that Spark cannot read as an envelope: a field of another JSON type.
+        (_not_an_object(F.col("_m")), F.lit("before, after and source must be JSON objects")),
         (op.isNull(), F.lit("missing field op")),
         (~op.isin(*CDC_OPS), F.concat(F.lit("unknown op '"), op, F.lit("'"))),
-        (F.col("_m.source.lsn").cast("long").isNull(), F.lit("missing or non-numeric source.lsn")),
-        (source_ms.isNotNull() & ~_plausible_millis(source_ms),
+        (~F.coalesce(F.col("_m.source.lsn").rlike(r"^[0-9]+$")
+                     & F.col("_m.source.lsn").cast("long").isNotNull(), F.lit(False)),
+         F.lit("missing or non-numeric source.lsn")),
+        *([(F.col("_m.source.lsn").cast("long") > plausible.latest_lsn,
+            F.concat(F.lit("implausible source.lsn '"), F.col("_m.source.lsn"),
+                     F.lit(f"' (beyond the source's WAL position {plausible.latest_lsn})")))]
+          if plausible.latest_lsn is not None else []),
+        (source_ms.isNotNull() & ~plausible.millis(source_ms),
          F.concat(F.lit("implausible source.ts_ms '"), source_ms, F.lit("'"))),
         (F.col("_image").isNull(),
          F.concat(F.lit("missing "), F.when(op == "d", "before").otherwise("after"),
                   F.lit(" image"))),
         *_field_checks(F.col("_image"), table),
+        *_key_checks(F.col("raw_key"), F.col("_image"), table),
     ]
     # An update that changes the partition value leaves a copy in the old partition unless
     # the write deletes it there: the bucket index only looks in the row's new partition.
@@ -159,31 +248,32 @@ def _debezium(messages: DataFrame, table: BronzeTable) -> DataFrame:
         _first_error(checks).alias("error"),
         op.alias("_op"),
         F.col("_m.source.lsn").cast("long").alias("_source_lsn"),
-        F.when(_plausible_millis(source_ms),
+        F.when(plausible.millis(source_ms),
                F.timestamp_millis(source_ms.cast("long"))).alias("_source_ts"),
         (op == "d").alias("_hoodie_is_deleted"),
     )
 
 
-def _json_event(messages: DataFrame, table: BronzeTable) -> DataFrame:
-    parsed = messages.withColumn("_image",
-                                 _parse(F.col("raw_value"), _as_strings(table.columns).fields))
-    checks = [(_not_an_object(F.col("_image")), F.lit("not a JSON object")),
+def _json_event(messages: DataFrame, table: BronzeTable, plausible: Plausible) -> DataFrame:
+    parsed = _parse_checked(messages, "_image", _as_strings(table.columns).fields)
+    checks = [(~F.col("_utf8"), F.lit("not UTF-8 text")),
+              (F.col("_defect").isNotNull(), F.col("_defect")),
+              (_not_an_object(F.col("_image")), F.lit("not a JSON object")),
               *_field_checks(F.col("_image"), table),
-              *[(~_plausible(_typed(F.col("_image")[name], "timestamp")),
+              *[(~plausible.instant(_typed(F.col("_image")[name], "timestamp")),
                  F.concat(F.lit(f"implausible {name} '"), F.col("_image")[name], F.lit("'")))
                 for name in table.ordering if table.columns.get(name) == "timestamp"]]
     return parsed.select(*KAFKA_COLUMNS, "_image", _first_error(checks).alias("error"),
                          F.lit(False).alias("_hoodie_is_deleted"))
 
 
-def classify(raw: DataFrame, table: BronzeTable) -> DataFrame:
+def classify(raw: DataFrame, table: BronzeTable, plausible: Plausible = Plausible()) -> DataFrame:
     """Raw Kafka records (key, value, topic, partition, offset, timestamp) of `table`'s topic,
     each decoded into the table's typed columns and lineage, with its `error` (null when it
     decodes). Flat columns only: it is cached per batch, and Spark caches nested structs
     far more slowly than flat columns."""
     messages = _kafka_columns(raw)
-    decoded = (_debezium if table.envelope == DEBEZIUM else _json_event)(messages, table)
+    decoded = (_debezium if table.envelope == DEBEZIUM else _json_event)(messages, table, plausible)
     columns = [_typed(F.col("_image")[name], spark_type).alias(name)
                for name, spark_type in table.columns.items()]
     if table.partitioning and table.partitioning.from_ts:
@@ -204,6 +294,17 @@ def lineage_columns(table: BronzeTable) -> tuple[str, ...]:
     cdc = ("_op", "_source_lsn", "_source_ts") if table.envelope == DEBEZIUM else ()
     return (*partition, *cdc, "_ingested_at", "_kafka_topic", "_kafka_partition", "_kafka_offset",
             "_hoodie_is_deleted")
+
+
+UNLANDABLE = "could not be landed"
+
+
+def unlandable(raw: DataFrame, reason: str) -> DataFrame:
+    """Raw Kafka records as quarantine rows, decoding nothing, for messages whose decoding
+    or writing itself fails (bronze/job.py): their error is UNLANDABLE and the reason."""
+    return _kafka_columns(raw).select(*QUARANTINE_COLUMNS[:-2],
+                                      F.lit(f"{UNLANDABLE}: {reason}").alias("error"),
+                                      F.current_timestamp().alias("_quarantined_at"))
 
 
 def split(classified: DataFrame, table: BronzeTable) -> tuple[DataFrame, DataFrame]:

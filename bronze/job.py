@@ -24,16 +24,21 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryException
 
-from bronze.decode import IMAGE_FIELDS, classify, lineage_columns, split
+from bronze.decode import (IMAGE_FIELDS, Plausible, classify, lineage_columns, split,
+                           unlandable)
 from bronze.schema import (SchemaChange, SourceColumn, reconcile, source_columns,
                            unexplained_fields)
 from bronze.tables import BRONZE_TABLES, DEBEZIUM, BronzeTable
+from ingestion import database
 from lakehouse import catalog, layout
 from lakehouse.settings import Settings
 
 
 # How long a continuously streamed table whose batch was refused waits before trying again.
 REFUSED_RETRY_SECONDS = 60
+# A batch that fails to land for another reason is tried again after this long, once; then
+# its messages are landed in halves, down to the ones that fail alone, which are quarantined.
+FAILED_BATCH_RETRY_SECONDS = 5
 
 
 class BronzeError(RuntimeError):
@@ -82,9 +87,11 @@ class Landing:
         cdc = self.declared.envelope == DEBEZIUM
         source = source_columns(self.settings, self.declared) if cdc else None
         table = self._as_landed(source)
+        # Read after the batch's messages were: every real change in it lies before.
+        latest_lsn = database.current_wal_lsn(self.settings) if cdc else None
         # Parsed once and cached: the counts and both writes read it, and Hudi's upsert reads
         # its input more than once.
-        classified = classify(raw, table).persist()
+        classified = classify(raw, table, Plausible.of(self.settings, latest_lsn)).persist()
         try:
             messages, bad_count, field_lists = classified.agg(
                 F.count("*"), F.count_if(F.col("error").isNotNull()),
@@ -109,6 +116,45 @@ class Landing:
             return messages, row_count, bad_count
         finally:
             classified.unpersist()
+
+    def land_or_isolate(self, raw: DataFrame) -> tuple[int, int, int]:
+        """`land`, and when a batch fails for a reason that is not a refusal (a message that
+        breaks decoding or the write in a way no check foresaw), no single message stops
+        the stream: the batch is tried again once, then landed in halves, down to the
+        messages that fail on their own, which go to quarantine with the error."""
+        try:
+            return self.land(raw)
+        except BronzeError:
+            raise
+        except Exception:  # noqa: BLE001 - whatever Spark or Hudi raised; retried, then isolated
+            time.sleep(FAILED_BATCH_RETRY_SECONDS)
+        try:
+            return self.land(raw)
+        except BronzeError:
+            raise
+        except Exception:  # noqa: BLE001
+            positions = sorted(tuple(r) for r in raw.select("partition", "offset").collect())
+            return self._isolate(raw, positions)
+
+    def _isolate(self, raw: DataFrame, positions: list[tuple[int, int]]) -> tuple[int, int, int]:
+        position = F.struct("partition", "offset")
+        first, last = (F.struct(F.lit(p).cast("int").alias("partition"),
+                                F.lit(o).cast("long").alias("offset"))
+                       for p, o in (positions[0], positions[-1]))
+        part = raw.where(position.between(first, last))
+        try:
+            return self.land(part)
+        except BronzeError:
+            raise
+        except Exception as error:  # noqa: BLE001 - isolated below, or quarantined with it
+            if len(positions) > 1:
+                middle = len(positions) // 2
+                return tuple(map(sum, zip(self._isolate(raw, positions[:middle]),
+                                          self._isolate(raw, positions[middle:]))))
+            reason = next((line for line in str(error).splitlines() if line.strip()), "")
+            layout.write(unlandable(part, reason[:500]),
+                         self.declared.quarantine, self.settings, "upsert")
+            return 1, 0, 1
 
     def _as_landed(self, source: dict[str, SourceColumn] | None) -> BronzeTable:
         """The table as a batch lands it: its declared columns and the carried ones, which
@@ -147,7 +193,7 @@ class BronzeJob:
         def write(batch: DataFrame, batch_id: int) -> None:
             began = time.monotonic()
             try:
-                landed = landing.land(batch)
+                landed = landing.land_or_isolate(batch)
             except BronzeError as refusal:
                 # Spark reports it wrapped in a Python traceback; the caller gets it as is.
                 self.refusals[table.name] = refusal

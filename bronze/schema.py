@@ -29,7 +29,7 @@ import psycopg
 
 from bronze.tables import BronzeTable
 from ingestion import database
-from lakehouse.settings import Settings
+from lakehouse.settings import LAKEHOUSE_READER, Settings
 
 _INTEGERS = ("smallint", "int", "bigint")
 _DIGITS = {"smallint": 5, "int": 10, "bigint": 19}
@@ -86,7 +86,7 @@ def source_columns(settings: Settings, table: BronzeTable) -> dict[str, SourceCo
     """The source table's columns, in order, or None when the source cannot be reached."""
     schema, name = table.source_table.split(".")
     try:
-        with database.connect(settings) as db:
+        with database.connect(settings, LAKEHOUSE_READER) as db:
             rows = db.execute(
                 "SELECT column_name, data_type, numeric_precision, numeric_scale"
                 " FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"

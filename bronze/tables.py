@@ -118,13 +118,14 @@ CUSTOMER_MASTER = BronzeTable(
     nullable=("phone", "birth_date"),
     # Who the customer is goes; where they shop from (country, region) and their tier stay,
     # so their sales keep their place in Gold's aggregates. The source's NOT NULL columns get
-    # a placeholder, the e-mail one that still passes the e-mail rule. Names are erased in
+    # a placeholder, the e-mail one that still passes the e-mail rule (in .example, a name
+    # reserved by RFC 2606 that never receives mail; the validator refuses .invalid). Names are erased in
     # every row about the customer but not searched for in others' text: many people share
     # them, and an e-mail address or a phone number is the customer's alone.
     personal=PersonalData(
         subject="customer_id",
         erased={"first_name": "erased", "last_name": "erased",
-                "email": "erased-{id}@erased.invalid", "phone": None, "birth_date": None,
+                "email": "erased-{id}@erased.example", "phone": None, "birth_date": None,
                 "city": "erased", "state": "erased"},
         searched=("email", "phone"),
     ),
@@ -198,6 +199,12 @@ INVENTORY_UPDATES = BronzeTable(
 
 BRONZE_TABLES = (CUSTOMER_MASTER, PRODUCT_CATALOG, SALES_TRANSACTIONS, WEB_CLICKSTREAMS,
                  INVENTORY_UPDATES)
+
+
+def personal_columns() -> dict[str, tuple[str, ...]]:
+    """Each source table's personal columns: the only ones its eraser role may change."""
+    return {table.source_table: tuple(table.personal.erased)
+            for table in BRONZE_TABLES if table.personal}
 
 
 def bronze_table(name: str) -> BronzeTable:

@@ -237,8 +237,9 @@ def latest_failures(results: pd.DataFrame, limit: int = 20) -> pd.DataFrame:
 
 
 def quarantine_counts(counts: pd.DataFrame) -> pd.DataFrame:
-    """Rows per quarantine table and status (held back waiting for a missing input row, or
-    quarantined), from (table, status, rows); the tables with most rows first."""
+    """Rows per quarantine table and status (held back waiting for a missing input row,
+    quarantined, or a Bronze message not landable), from (table, status, rows); the tables
+    with most rows first."""
     table = counts.pivot_table(index="table", columns="status", values="rows", aggfunc="sum",
                                fill_value=0)
     table["total"] = table.sum(axis=1)

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bronze.tables import personal_columns
 from infra import metastore
 from infra.native import cluster
 from infra.native.kafka import NativeConnect, NativeKafka
@@ -85,7 +86,7 @@ def start(settings: Settings, mode: str = "auto", report=print) -> str:
             began = time.monotonic()
             service.start()
             report(f"{service.name:<9} healthy in {time.monotonic() - began:5.1f} s")
-    database.apply_schema(settings)
+    database.apply_schema(settings, personal_columns())
     topics.create_source_topics(settings)
     outcome = connector.register(settings)
     report(f"connector {connector.connector_definition()['name']} {outcome}, RUNNING")
@@ -145,9 +146,8 @@ def status(settings: Settings) -> list[ServiceStatus]:
                       port_open(connect_host, settings.connect_port)),
         ServiceStatus("thrift", f"jdbc:hive2://localhost:{settings.thrift_port}",
                       port_open(settings.thrift_bind_host, settings.thrift_port),
-                      f"JDBC/ODBC server over the shared catalog; sign in as "
-                      f"{settings.analyst_user} / {settings.analyst_password} (ANALYST_PASSWORD "
-                      f"in .env)"),
+                      f"JDBC/ODBC server over the shared catalog; user {settings.analyst_user}, "
+                      f"password ANALYST_PASSWORD in .env"),
     ]
     result += [ServiceStatus(name, address, healthy, "make cluster")
                for name, address, healthy in cluster.status(settings)]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ingestion import generators
 from ingestion.database import connect
-from lakehouse.settings import Settings
+from lakehouse.settings import SOURCE_WRITER, Settings
 
 COLUMNS = {
     "customer_master": ["customer_id", "first_name", "last_name", "email", "phone",
@@ -83,7 +83,7 @@ def copy_rows(conn, table: str, rows: Iterator[dict]) -> int:
 
 def seed(settings: Settings, size: SeedSize, seed_value: int = 42) -> dict[str, int] | None:
     """Loads the data set into empty tables; returns row counts, or None if data exists."""
-    with connect(settings) as conn:
+    with connect(settings, SOURCE_WRITER) as conn:
         existing = conn.execute(
             "SELECT (SELECT count(*) FROM retail.customer_master)"
             " + (SELECT count(*) FROM retail.product_catalog)"

@@ -18,7 +18,7 @@ from kafka import KafkaProducer
 from ingestion.database import connect
 from ingestion.events import EventStreams
 from ingestion.workload import OltpWorkload
-from lakehouse.settings import Settings
+from lakehouse.settings import SOURCE_WRITER, Settings
 
 
 @dataclass(frozen=True)
@@ -38,7 +38,7 @@ def _connect_when_up(settings: Settings, report) -> psycopg.Connection:
     endless transaction."""
     while True:
         try:
-            return connect(settings, autocommit=True)
+            return connect(settings, SOURCE_WRITER, autocommit=True)
         except psycopg.OperationalError as error:
             report(f"simulate: Postgres unavailable ({str(error).strip().splitlines()[-1]}); "
                    f"retrying in 2 s")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 
@@ -39,6 +40,9 @@ def _services(args, settings):
         _print_status(statuses)
         # The pages run with the demo only, so one that is not up fails no status check.
         _print_status(demo.pages(settings))
+        print(f"{'analyst':<9} {'':<8} {'JDBC sign-in':<30} user {settings.analyst_user}, "
+              f"password {settings.analyst_password}")
+        _print_stream_quarantine(settings)
         return 0 if all(s.healthy for s in statuses) else 1
     return 0
 
@@ -56,6 +60,21 @@ def _cluster(args, settings):
 def _print_status(statuses) -> None:
     for s in statuses:
         print(f"{s.name:<9} {'healthy' if s.healthy else 'DOWN':<8} {s.address:<30} {s.detail}")
+
+
+def _print_stream_quarantine(settings) -> None:
+    """What the Bronze streams kept out: messages quarantined by a check, and those that
+    failed their batch (`not landable`, a fault no check foresaw)."""
+    from bronze.tables import BRONZE_TABLES
+    from dashboard import sources
+
+    kept_out = sources.quarantine_rows(settings)
+    for table in BRONZE_TABLES:
+        counts = kept_out[kept_out["table"] == table.name].groupby("status")["rows"].sum()
+        if not counts.empty:
+            print(f"{'stream':<9} {'kept out':<8} {table.name:<30} "
+                  + ", ".join(f"{rows:,} {status}" for status, rows in sorted(counts.items()))
+                  + f" (see {table.quarantine.qualified_name})")
 
 
 def _up(args, settings):
@@ -608,8 +627,14 @@ def _unreachable_service(error: Exception, settings) -> str | None:
     if isinstance(error, psycopg.OperationalError):
         reason = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
         if "password authentication failed" in reason:
+            from lakehouse.settings import PG_ROLES
+
+            named = re.search(r'for user "([^"]+)"', reason)
+            user = named[1] if named else settings.pg_user
+            variable = next((r.password_variable for r in PG_ROLES if r.name == user), "PGPASSWORD")
             return (f"Postgres at {settings.pg_host}:{settings.pg_port} refused the password of "
-                    f"{settings.pg_user}: check PGPASSWORD in .env against the running database")
+                    f"{user}: check {variable} in .env against the running database (`make "
+                    f"services` sets every role's password from .env)")
         return (f"Postgres at {settings.pg_host}:{settings.pg_port} does not answer ({reason}); "
                 f"start it with `make services`")
     if isinstance(error, KafkaTimeoutError) and "bootstrap" in str(error):

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -58,6 +59,9 @@ class Rule:
     tier: str = QUARANTINE
     waits_for: str | None = None
     nullable: bool = False
+    # A check no GX expectation expresses: (column, pure function of one value that says
+    # why it fails, or None). See `satisfies`.
+    computed: tuple[str, Callable[[object], str | None]] | None = None
 
     def __post_init__(self):
         if self.tier not in TIERS:
@@ -83,6 +87,8 @@ class Rule:
 
     @property
     def columns(self) -> tuple[str, ...]:
+        if self.computed:
+            return (self.computed[0],)
         found = dict(self.arguments)
         named = [found.get(k) for k in ("column", "column_A", "column_B")]
         return tuple(c for c in named if c) + tuple(found.get("column_list", ()))
@@ -125,6 +131,33 @@ def matches(column: str, regex: str, tier: str = QUARANTINE, name: str | None = 
         raise ValueError(f"rule on {column}: anchor the pattern with ^...$, got {regex!r}")
     return _rule(name or f"{column} is well formed", "ExpectColumnValuesToMatchRegex", tier,
                  nullable=nullable, column=column, regex=regex)
+
+
+def satisfies(column: str, check: Callable[[object], str | None], name: str,
+              tier: str = QUARANTINE, nullable: bool = False) -> Rule:
+    """A row-level rule that a maintained library, not a GX expectation, knows how to judge
+    (an e-mail address): `check` says why a value fails, or None. The gate computes it into
+    a column `<column>_problem` beside the batch and validates that with
+    ExpectColumnValuesToBeNull, so each failing row is reported with its reason. A null fails
+    (`no value`) unless the rule is nullable."""
+    return Rule(name, "ExpectColumnValuesToBeNull", (("column", f"{column}_problem"),), tier,
+                nullable=nullable, computed=(column, check))
+
+
+def _problems(rule: Rule):
+    """The column of `rule`'s check: null where a value passes, else why it fails."""
+    column, check = rule.computed
+
+    def problem(value) -> str | None:
+        if value is None:
+            return None if rule.nullable else "no value"
+        return check(value)
+
+    @F.pandas_udf(T.StringType())
+    def problems(values):
+        return values.map(problem)
+
+    return problems(F.col(column))
 
 
 def not_in_future(column: str, tier: str = QUARANTINE, nullable: bool = False) -> Rule:
@@ -341,6 +374,8 @@ class Gate:
             raise ValueError(f"{name}: rules name columns {missing} that the table does not have "
                              f"(its columns: {', '.join(batch.columns)})")
         forget_old_runs(self.quality_dir, name)
+        batch = batch.withColumns({dict(r.arguments)["column"]: _problems(r)
+                                   for r in rules if r.computed})
         rows = batch.count()
         engine = engine or ("pandas" if rows <= self.in_memory_rows else "spark")
         result = self._checkpoint(name, rules, keys, engine).run(

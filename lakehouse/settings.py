@@ -14,12 +14,29 @@ from __future__ import annotations
 import os
 import secrets
 from dataclasses import dataclass
+from datetime import date
 from importlib import resources
 from pathlib import Path
 
 ENV_FILE = Path(".env")
+
+
+@dataclass(frozen=True)
+class PgRole:
+    """A Postgres role of the project, which connects with the password in `password_variable`."""
+
+    name: str
+    password_variable: str
+
+
+# One role per purpose, created with what each may do by ingestion/database.py. The owner
+# (PGUSER) only sets up: schema, roles, the metastore's database.
+SOURCE_WRITER = PgRole("source_writer", "SOURCE_WRITER_PASSWORD")  # the simulator, the seed
+LAKEHOUSE_READER = PgRole("lakehouse_reader", "LAKEHOUSE_READER_PASSWORD")  # schema checks, status
+ERASER = PgRole("eraser", "ERASER_PASSWORD")  # `lakehouse erase`: the personal columns only
+PG_ROLES = (SOURCE_WRITER, LAKEHOUSE_READER, ERASER)
 SECRET_VARIABLES = ("PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD", "MINIO_ROOT_PASSWORD",
-                    "ANALYST_PASSWORD")
+                    "ANALYST_PASSWORD", *(role.password_variable for role in PG_ROLES))
 # The Postgres role that owns the Hive metastore's database (infra/metastore.py).
 METASTORE_ROLE = "metastore"
 
@@ -98,6 +115,15 @@ def _positive(name: str, default: int) -> int:
     return int(raw)
 
 
+def _date(name: str, default: str) -> str:
+    raw = os.environ.get(name, default)
+    try:
+        date.fromisoformat(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name}={raw!r} is not a date (YYYY-MM-DD)") from None
+    return raw
+
+
 def _count(name: str, default: int) -> int:
     raw = os.environ.get(name, str(default))
     if not raw.isdigit():
@@ -149,6 +175,9 @@ class Settings:
     spark_ui: bool = True
     bronze_trigger_seconds: int = 10
     bronze_max_offsets_per_batch: int = 200_000
+    # The times a change may carry before Bronze quarantines it (bronze/decode.py Plausible).
+    bronze_earliest_plausible: str = "2000-01-01"
+    bronze_max_ahead_seconds: int = 24 * 3600
     compact_every_delta_commits: int = 10
     commits_retained: int = 50
     # The Postgres database of the shared Hive metastore; "" keeps the catalog in the Spark
@@ -229,6 +258,8 @@ class Settings:
             "SPARK_DRIVER_MEMORY": self.driver_memory, "SPARK_UI": str(self.spark_ui).lower(),
             "BRONZE_TRIGGER_SECONDS": str(self.bronze_trigger_seconds),
             "BRONZE_MAX_OFFSETS_PER_BATCH": str(self.bronze_max_offsets_per_batch),
+            "BRONZE_EARLIEST_PLAUSIBLE": self.bronze_earliest_plausible,
+            "BRONZE_MAX_AHEAD_SECONDS": str(self.bronze_max_ahead_seconds),
             "HUDI_COMPACT_EVERY_DELTA_COMMITS": str(self.compact_every_delta_commits),
             "HUDI_COMMITS_RETAINED": str(self.commits_retained),
             "METASTORE_DATABASE": self.metastore_database, "THRIFT_PORT": str(self.thrift_port),
@@ -243,14 +274,17 @@ class Settings:
             "S3_ENDPOINT": self.s3_endpoint, "S3_ACCESS_KEY": self.s3_access_key,
         }
 
-    def pg_params(self, **overrides: str) -> dict[str, str]:
-        """Keyword arguments for psycopg.connect."""
+    def password(self, role: PgRole) -> str:
+        return _require(role.password_variable)
+
+    def pg_params(self, role: PgRole | None = None, **overrides: str) -> dict[str, str]:
+        """Keyword arguments for psycopg.connect, as `role` (the owner without one)."""
         return {
             "host": self.pg_host,
             "port": str(self.pg_port),
-            "user": self.pg_user,
+            "user": role.name if role else self.pg_user,
             "dbname": self.pg_database,
-            "password": self.pg_password,
+            "password": self.password(role) if role else self.pg_password,
             "connect_timeout": "5",
         } | overrides
 
@@ -297,6 +331,8 @@ def load() -> Settings:
         spark_ui=os.environ.get("SPARK_UI", "true").lower() in ("1", "true", "yes"),
         bronze_trigger_seconds=_positive("BRONZE_TRIGGER_SECONDS", 10),
         bronze_max_offsets_per_batch=_positive("BRONZE_MAX_OFFSETS_PER_BATCH", 200_000),
+        bronze_earliest_plausible=_date("BRONZE_EARLIEST_PLAUSIBLE", "2000-01-01"),
+        bronze_max_ahead_seconds=_positive("BRONZE_MAX_AHEAD_SECONDS", 24 * 3600),
         compact_every_delta_commits=_positive("HUDI_COMPACT_EVERY_DELTA_COMMITS", 10),
         commits_retained=_positive("HUDI_COMMITS_RETAINED", 50),
         metastore_database=os.environ.get("METASTORE_DATABASE", "metastore"),

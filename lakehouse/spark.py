@@ -7,8 +7,8 @@ and the Kafka connector come through `spark.jars.packages`; their versions follo
 pinned Hudi version (infra/versions.env) and the installed PySpark. Ivy resolves them as
 infra/spark/ivysettings.xml says (why not through ~/.m2 is written there); `make install`
 starts one session so that the download happens then, and later sessions start from the
-cache. Every session uses the shared Hive metastore in Postgres (infra/metastore.py), whose
-tables it creates first if they are missing.
+cache. Every session uses the shared Hive metastore in Postgres, whose database and tables
+`make services` creates (infra/metastore.py).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from pathlib import Path
 import pyspark
 from pyspark.sql import SparkSession
 
+from lakehouse.jvm import project_jar
 from lakehouse.settings import METASTORE_ROLE, Settings, read_versions
 
 IVY_SETTINGS = Path(__file__).resolve().parent.parent / "infra" / "spark" / "ivysettings.xml"
@@ -74,6 +75,8 @@ def session_config(settings: Settings) -> dict[str, str]:
     return {
         "spark.jars.packages": ",".join(spark_packages(settings)),
         "spark.jars.ivySettings": str(IVY_SETTINGS),
+        # The project's Java classes (lakehouse/jvm.py), on the driver and every executor.
+        "spark.jars": str(project_jar(settings.state_dir)),
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
         "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
@@ -141,17 +144,23 @@ def catalog_config(settings: Settings) -> dict[str, str]:
 
 
 def session(settings: Settings, app_name: str = "retailmax",
-            extra_config: dict[str, str] | None = None,
-            ensure_metastore: bool = True) -> SparkSession:
+            extra_config: dict[str, str] | None = None) -> SparkSession:
     # PySpark turns naive Python datetimes into timestamps (and back, on collect) in the
     # process's time zone; with the process on UTC they mean what Spark's UTC session means,
     # whatever the host is set to (quality rules compare columns with "now").
     os.environ["TZ"] = "UTC"
     time.tzset()
-    if settings.metastore_database and ensure_metastore:
+    # The Python that runs Python code in Spark's tasks (the e-mail rule's check, with its
+    # library): this one, with the project's packages. PySpark takes it from PYSPARK_PYTHON,
+    # not from spark.pyspark.python, and would otherwise start whichever `python3` is first
+    # on PATH.
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    if settings.metastore_database:
         from infra import metastore
 
-        metastore.ensure(settings)
+        # Made by the setup (`make services`), which holds the Postgres owner's password;
+        # a session only checks, as the metastore's role, so that a missing catalog is named.
+        metastore.require(settings)
     builder = SparkSession.builder.appName(app_name)
     # Under spark-submit the master comes from the submitter; SPARK_MASTER overrides it.
     master = os.environ.get("SPARK_MASTER")

@@ -20,7 +20,7 @@ import psycopg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bronze.decode import classify, split
+from bronze.decode import Plausible, classify, split
 from bronze.tables import DEBEZIUM, KAFKA_POSITION, BronzeTable
 from lakehouse.catalog import exists
 from lakehouse.incremental import Runner
@@ -101,7 +101,7 @@ def bronze_against_topic(spark: SparkSession, settings: Settings, table: BronzeT
     raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", settings.kafka_bootstrap)
            .option("subscribe", table.topic).option("startingOffsets", "earliest")
            .option("endingOffsets", "latest").load())
-    classified = classify(raw, table).cache()
+    classified = classify(raw, table, Plausible.of(settings)).cache()
     try:
         valid, malformed = split(classified, table)
         keys = list(table.record_key)

@@ -163,7 +163,8 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
                 last_rows.add_metric([*labels, kind], rows)
 
     kept_out = gauge("quarantine_rows", "Rows in the table's quarantine: held back (waiting for "
-                     "an input row) or quarantined (breaking a rule).", [*table_labels, "status"])
+                     "an input row), quarantined (breaking a rule) or not_landable (a Bronze message that "
+                     "failed its batch).", [*table_labels, "status"])
     for table, status, rows in state.quarantine:
         kept_out.add_metric([layers.get(table, ""), table, status.replace(" ", "_")], rows)
 

@@ -36,13 +36,13 @@ from pyspark.sql import SparkSession
 
 from bronze.job import BronzeError, BronzeJob
 from bronze.tables import BRONZE_TABLES, DEBEZIUM
-from infra import stack
+from infra import metastore, stack
 from infra.native.process import BackgroundProcess
 from ingestion import connector, database
 from lakehouse import verify
 from lakehouse.catalog import derived_tables
 from lakehouse.incremental import IncrementalError, Runner
-from lakehouse.settings import Settings
+from lakehouse.settings import LAKEHOUSE_READER, Settings
 
 SERVICES = ("postgres", "kafka", "connect")
 WORKER_VICTIMS = ("bronze", "derived")
@@ -193,7 +193,7 @@ def _settle(spark: SparkSession, settings: Settings, timeout: float, report) -> 
     after its last restart) or `timeout` passes, then runs Silver and Gold."""
     cdc_tables = tuple(t for t in BRONZE_TABLES if t.envelope == DEBEZIUM)
     deadline = time.monotonic() + timeout
-    with database.connect(settings, autocommit=True) as db:
+    with database.connect(settings, LAKEHOUSE_READER, autocommit=True) as db:
         while True:
             _retrying(BronzeJob(spark, settings).drain, deadline, report)
             verdicts = [verify.bronze_against_postgres(spark, settings, db, t) for t in cdc_tables]
@@ -243,7 +243,7 @@ def run(spark: SparkSession, settings: Settings, plan: ChaosPlan, report=print) 
             workers.kill(name)
     report("chaos: workload stopped; draining Bronze and running Silver and Gold")
     _settle(spark, settings, timeout=300, report=report)
-    with database.connect(settings, autocommit=True) as db:
+    with database.connect(settings, LAKEHOUSE_READER, autocommit=True) as db:
         result.verdicts = verify.bronze(spark, settings, db, BRONZE_TABLES)
     result.verdicts += [verify.derived_against_rebuild(spark, settings, t) for t in derived_tables()]
     result.seconds = time.monotonic() - began
@@ -276,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
                                    quality_dir=chaos_dir / "quality", spark_ui=False,
                                    metastore_database="metastore_chaos")
     stack.start(base)
+    metastore.ensure(settings)
     seed(settings, SeedSize.for_lines(10_000))
     spark = spark_module.session(settings, "chaos")
     try:

@@ -36,7 +36,7 @@ from ingestion import database
 from lakehouse import catalog, timeline
 from lakehouse.incremental import Runner
 from lakehouse.layout import write
-from lakehouse.settings import ConfigurationError, Settings
+from lakehouse.settings import ERASER, ConfigurationError, Settings
 from lakehouse.tables import Table, quality_results_table
 from operations import maintenance, redaction, savepoints
 
@@ -125,13 +125,16 @@ def _searched_values(table: BronzeTable, images: list[dict]) -> set[str]:
 def _anonymize_at_source(settings: Settings, table: BronzeTable, ids: list[int]) -> None:
     personal = table.personal
     assignments = ", ".join(f"{column} = %s" for column in personal.erased)
-    with database.connect(settings, autocommit=True) as db:
+    with database.connect(settings, ERASER, autocommit=True) as db:
         for subject_id in ids:
             db.execute(f"UPDATE {table.source_table} SET {assignments} "
                        f"WHERE {personal.subject} = %s",
                        (*_erased_values(table, subject_id).values(), subject_id))
-        # The old row versions stay in the table's pages until a vacuum removes them.
-        db.execute(f"VACUUM {table.source_table}")
+    # The old row versions stay in the table's pages until a vacuum removes them. Before
+    # PostgreSQL 17 (its MAINTAIN privilege) only the table's owner may vacuum it: a vacuum
+    # by another role only warns and skips, which would leave the old values behind.
+    with database.connect(settings, autocommit=True) as owner:
+        owner.execute(f"VACUUM {table.source_table}")
 
 
 def _land(spark: SparkSession, settings: Settings, table: BronzeTable, ids: list[int],
@@ -204,7 +207,7 @@ def _find(spark: SparkSession, settings: Settings, table: BronzeTable,
     """(the subjects still at the source, the distinctive values any of them ever had);
     fails, erasing nothing, when a subject is nowhere to be found."""
     subject = table.personal.subject
-    with database.connect(settings) as db:
+    with database.connect(settings, ERASER) as db:
         at_source = _at_source(db, table, ids)
     images = [{subject: i, **values} for i, values in at_source.items()]
     images += _in_history(spark, settings, table, ids)

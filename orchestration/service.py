@@ -41,10 +41,11 @@ def _process(settings: Settings, role: str) -> BackgroundProcess:
 
 def command(settings: Settings, role: str) -> list[str]:
     """The Dagster process for `role`, on the definitions built from the declarations."""
-    binary = str(Path(sys.executable).parent / ("dagster-webserver" if role == "webserver" else "dagster-daemon"))
     if role == "webserver":
-        return [binary, "-h", "127.0.0.1", "-p", str(settings.scheduler_port), "-m", DEFINITIONS]
-    return [binary, "run", "-m", DEFINITIONS]
+        # Dagster's webserver behind the project's same-origin guard (orchestration/webserver.py).
+        return [sys.executable, "-m", "orchestration.webserver", "-h", "127.0.0.1",
+                "-p", str(settings.scheduler_port), "-m", DEFINITIONS]
+    return [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m", DEFINITIONS]
 
 
 def environment(settings: Settings) -> dict[str, str]:

@@ -4,8 +4,8 @@ shared catalog, with the Hudi extension and catalog of every other Spark process
 It is started in a session built by lakehouse/spark.py, so it runs with exactly the
 configuration of the pipeline; each JDBC connection gets its own session from it. Analysts
 sign in with the one analyst account (ANALYST_USER / ANALYST_PASSWORD in .env) and can only
-read: serving/guard.py says what the server refuses and how. Run by
-`make services` / `make up` (infra/native/thrift.py, or the `thrift` service in Docker
+read: serving/jvm/ holds the two Java classes that say what the server refuses and how. Run
+by `make services` / `make up` (infra/native/thrift.py, or the `thrift` service in Docker
 Compose) as `python -m serving.jdbc`.
 """
 
@@ -18,8 +18,13 @@ import threading
 from infra.native.jars import hudi_bundle_jar, metastore_driver_jar
 from infra.native.thrift import NativeThriftServer
 from lakehouse import catalog, spark
+from lakehouse.jvm import project_jar
 from lakehouse.settings import Settings, load
-from serving.guard import AUTHENTICATION_CLASS, READ_ONLY_EXTENSION, guard_jar
+
+
+# serving/jvm/: Hive's custom sign-in, and the Spark check rule that refuses all but reading.
+AUTHENTICATION_CLASS = "org.retailmax.serving.AnalystPassword"
+READ_ONLY_EXTENSION = "org.retailmax.serving.ReadOnlyAnalysts"
 
 
 class ServerDown(RuntimeError):
@@ -59,10 +64,10 @@ def connect(settings: Settings, user: str | None = None, password: str | None = 
 
 def server_config(settings: Settings) -> dict[str, str]:
     """What the server adds to every session's configuration: its port, the analyst sign-in,
-    and the read-only guard (serving/guard.py) after Hudi's extension."""
+    and the read-only guard (serving/jvm/) after Hudi's extension."""
     base = spark.session_config(settings)
     driver_jars = [metastore_driver_jar(settings.state_dir), hudi_bundle_jar(settings.state_dir),
-                   guard_jar(settings.state_dir)]
+                   project_jar(settings.state_dir)]
     return {
         "spark.driver.extraClassPath": ":".join(map(str, driver_jars)),
         "spark.sql.extensions": f"{base['spark.sql.extensions']},{READ_ONLY_EXTENSION}",
@@ -85,8 +90,7 @@ def serve(settings: Settings) -> None:
     # The server keeps its heap small and leaves Spark's UI port (4040) to the pipeline.
     server_settings = dataclasses.replace(settings, driver_memory=settings.thrift_memory,
                                           spark_ui=False)
-    session = spark.session(server_settings, "jdbc-server", extra_config=server_config(settings),
-                            ensure_metastore=False)
+    session = spark.session(server_settings, "jdbc-server", extra_config=server_config(settings))
     catalog.register(session, settings)
     # Registering is DDL; from here on, every statement is an analyst's, and only reads.
     session.sparkContext._jvm.org.retailmax.serving.ReadOnlyAnalysts.arm()

@@ -12,7 +12,7 @@ from datetime import timedelta
 from bronze.tables import (CUSTOMER_MASTER, INVENTORY_UPDATES, PRODUCT_CATALOG,
                            SALES_TRANSACTIONS, WEB_CLICKSTREAMS)
 from lakehouse import quality as expect
-from lakehouse.domain import CHANNELS, EMAIL_PATTERN, ORDER_STATUSES
+from lakehouse.domain import CHANNELS, ORDER_STATUSES, email_problem
 from lakehouse.tables import DerivedTable, Input, Partitioning
 
 UNIFIED_CUSTOMER_ORDERS = DerivedTable(
@@ -73,7 +73,7 @@ CUSTOMER_PROFILES = DerivedTable(
     inputs=(Input(CUSTOMER_MASTER, "customers"), Input(UNIFIED_CUSTOMER_ORDERS, "orders")),
     transform="customer_profiles",
     expectations=(
-        expect.matches("email", EMAIL_PATTERN),
+        expect.satisfies("email", email_problem, "email is a valid address"),
         expect.between("lifetime_value", 0, name="lifetime_value >= 0"),
         expect.fresh("last_updated_ts", within=timedelta(days=1)),
     ),

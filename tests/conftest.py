@@ -31,13 +31,15 @@ def settings(tmp_path_factory, request):
 def services(settings):
     """The real services: a running stack is reused, otherwise the native one is started
     for the session and stopped at its end."""
-    from infra import stack
+    from bronze.tables import personal_columns
+    from infra import metastore, stack
     from ingestion import database
     from ingestion.seed import SeedSize, seed
 
     already_up = all(s.healthy for s in stack.status(settings))
     if already_up:
-        database.apply_schema(settings)
+        database.apply_schema(settings, personal_columns())
+        metastore.ensure(settings)
     else:
         stack.start(settings, "native")
     seed(settings, SeedSize.for_lines(2_000))

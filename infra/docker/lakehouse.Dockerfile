@@ -1,7 +1,7 @@
 # The project's own image, for the services that are Spark processes (the JDBC server, the
 # cluster profile's Spark master and workers) and the project's pages:
-# Python, a JDK (the JDBC server's guard is compiled from serving/jvm/), PySpark and the
-# lakehouse package, with every jar fetched and compiled at build time.
+# Python, a JDK (the project's Java classes are compiled by lakehouse/jvm.py), PySpark and
+# the lakehouse package, with every jar fetched and compiled at build time.
 # Built by `docker compose build` (or `up`) from the repository root.
 FROM python:3.11-slim-bookworm
 RUN apt-get update -qq \
@@ -13,6 +13,6 @@ COPY . .
 RUN pip install --no-cache-dir -q -e . \
     && python -c "from infra.native.jars import hudi_bundle_jar, metastore_driver_jar; \
 from pathlib import Path; [f(Path('.lake')) for f in (hudi_bundle_jar, metastore_driver_jar)]" \
-    && python -m serving.guard \
+    && python -m lakehouse.jvm \
     && SPARK_UI=false python -m lakehouse.spark
 ENV TZ=UTC

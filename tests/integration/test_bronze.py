@@ -167,6 +167,41 @@ def test_replaying_the_whole_topic_changes_nothing(services, spark, db):
     assert sorted(verify.bronze_rows(spark, services, SALES_TRANSACTIONS)) == before
 
 
+def test_a_message_that_fails_its_batch_is_quarantined_alone_and_the_rest_lands(services, spark,
+                                                                               monkeypatch):
+    """A fault no check foresaw (here the writer failing on one message, every time) costs
+    that message, quarantined with the error, and nothing else: the stream goes on."""
+    import bronze.job
+
+    real_write = layout.write
+
+    def write(frame, table, *args, **kwargs):
+        if (table.name == WEB_CLICKSTREAMS.name and "event_id" in frame.columns
+                and frame.where("event_id = 't-poison'").count()):
+            raise RuntimeError("the writer fails on t-poison")
+        return real_write(frame, table, *args, **kwargs)
+
+    monkeypatch.setattr(layout, "write", write)
+    monkeypatch.setattr(bronze.job, "FAILED_BATCH_RETRY_SECONDS", 0)
+    producer = KafkaProducer(bootstrap_servers=services.kafka_bootstrap)
+    click = {"session_id": "t-iso", "customer_id": 1, "event_type": "page_view", "page_url": "/",
+             "product_id": None, "search_query": None, "device": "web",
+             "event_ts": "2026-06-01T10:00:00Z"}
+    ids = ["t-iso-1", "t-iso-2", "t-poison", "t-iso-3", "t-iso-4"]
+    offsets = {event_id: producer.send(WEB_CLICKSTREAMS.topic, key=b"t-iso", value=json.dumps(
+        dict(click, event_id=event_id)).encode()).get(timeout=10).offset for event_id in ids}
+    producer.close()
+
+    BronzeJob(spark, services, (WEB_CLICKSTREAMS,)).drain()
+
+    clicks = spark.read.format("hudi").load(WEB_CLICKSTREAMS.path(services))
+    assert {r.event_id for r in clicks.where("session_id = 't-iso'").collect()} == set(ids) - {"t-poison"}
+    quarantine = spark.read.format("hudi").load(WEB_CLICKSTREAMS.quarantine.path(services))
+    ours = quarantine.where(F.col("raw_key") == "t-iso").where(F.col("_kafka_offset").isin(*offsets.values()))
+    assert [(r._kafka_offset, r.error, json.loads(r.raw_value)["event_id"]) for r in ours.collect()] == [
+        (offsets["t-poison"], "could not be landed: the writer fails on t-poison", "t-poison")]
+
+
 def test_malformed_messages_are_quarantined_and_valid_ones_around_them_land(services, spark):
     producer = KafkaProducer(bootstrap_servers=services.kafka_bootstrap)
     click = {"event_id": "t-good-1", "session_id": "t-s", "customer_id": 1,

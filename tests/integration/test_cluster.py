@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from infra import metastore
 from infra.native import cluster
 from ingestion.events import EventStreams
 from lakehouse import verify
@@ -32,8 +33,11 @@ def on_cluster(services, spark):
     root = jvm.org.apache.hadoop.fs.Path(warehouse)
     root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(root, True)
     # One metastore serves one warehouse: the cluster's tables get their own catalog.
-    yield dataclasses.replace(services, warehouse=warehouse, checkpoints=f"{warehouse}/_checkpoints",
-                              metastore_database="metastore_cluster_tests")
+    on_cluster = dataclasses.replace(services, warehouse=warehouse,
+                                     checkpoints=f"{warehouse}/_checkpoints",
+                                     metastore_database="metastore_cluster_tests")
+    metastore.ensure(on_cluster)
+    yield on_cluster
     if not already_up:
         cluster.stop(services)
 

@@ -11,7 +11,7 @@ import pytest
 import requests
 
 from bronze.tables import BRONZE_TABLES
-from gold.tables import DAILY_SALES
+from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
 from ingestion.topics import cdc_topic
 from lakehouse import verify
 from lakehouse.catalog import derived_tables
@@ -19,7 +19,7 @@ from lakehouse.locks import exclusive_writer
 from orchestration import assets, definitions, service
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 from tests.integration.test_bronze import CDC_TABLES, drain_until_equal, run_workload
-from tests.integration.test_silver_gold import run_all
+from tests.integration.test_silver_gold import run_tables
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,13 @@ def _materialized(result: dg.ExecuteInProcessResult) -> dict[dg.AssetKey, dict]:
             for event in result.get_asset_materialization_events()}
 
 
-def test_the_whole_graph_in_process_gives_what_lakehouse_run_gives(scheduled, spark, db, topic_reader):
+# Every CDC source and one chain through each layer to a Gold table: each asset is a JVM
+# started by its command, and the other assets are built from their declarations the same
+# way (tests/unit/test_orchestration.py compares the whole graph with the declarations).
+CHAIN = (UNIFIED_CUSTOMER_ORDERS, CUSTOMER_PROFILES, CUSTOMER_SEGMENTS)
+
+
+def test_the_graph_in_process_gives_what_lakehouse_run_gives(scheduled, spark, db, topic_reader):
     customers = topic_reader(cdc_topic("customer_master"))
     run_workload(db, steps=40, seed=2100)
     # The last change captured means every earlier one is in Kafka (Debezium reads the WAL in
@@ -49,25 +55,27 @@ def test_the_whole_graph_in_process_gives_what_lakehouse_run_gives(scheduled, sp
                         " updated_ts").fetchone()
     customers.read_until(lambda messages: any(
         v and v["op"] == "u" and v["after"]["customer_id"] == marker[0] for _, v in messages), timeout=60)
-    result = _execute(scheduled, definitions.EVERY_TABLE_JOB)
+    selected = [*CDC_TABLES, *CHAIN]
+    result = _execute(scheduled, definitions.EVERY_TABLE_JOB, [assets.asset_key(t) for t in selected])
     assert result.success, [e.message for e in result.all_events if e.is_failure]
 
     materialized = _materialized(result)
-    assert set(materialized) == {assets.asset_key(t) for t in [*BRONZE_TABLES, *derived_tables()]}
+    assert set(materialized) == {assets.asset_key(t) for t in selected}
     orders = materialized[assets.asset_key(UNIFIED_CUSTOMER_ORDERS)]
     assert {"mode", "rows read", "rows upserted", "rows deleted", "rows quarantined",
             "rows held back", "seconds"} <= set(orders)
     checks = {(e.asset_key, e.check_name): e.passed for e in result.get_asset_check_evaluations()}
     assert set(checks) == (
-        {(assets.asset_key(t), assets.check_name(r)) for t in derived_tables() for r in t.rules}
-        | {(assets.asset_key(t), assets.FRESHNESS_CHECK) for t in derived_tables() if t.layer == "gold"})
+        {(assets.asset_key(t), assets.check_name(r)) for t in CHAIN for r in t.rules}
+        | {(assets.asset_key(t), assets.FRESHNESS_CHECK) for t in CHAIN if t.layer == "gold"})
     assert checks[(assets.asset_key(UNIFIED_CUSTOMER_ORDERS), "channel_is_known")]
 
-    # Bronze holds the source and `lakehouse run` finds nothing left to do: the graph left
-    # every table where `lakehouse run` would (which equals a full rebuild: test_silver_gold).
+    # Bronze holds the source and `lakehouse run` finds nothing left to do in the chain: the
+    # graph left each table where `lakehouse run` would (which equals a full rebuild:
+    # test_silver_gold).
     verdicts = [verify.bronze_against_postgres(spark, scheduled, db, t) for t in CDC_TABLES]
     assert all(v.equal for v in verdicts), [v.line() for v in verdicts]
-    assert set(run_all(spark, scheduled).values()) == {"idle"}
+    assert {report.mode for report in run_tables(spark, scheduled, list(CHAIN)).values()} == {"idle"}
 
 
 def test_a_fail_tier_breach_fails_its_table_with_the_rule_and_skips_what_reads_it(scheduled, spark, db):
@@ -117,6 +125,15 @@ def test_the_scheduler_serves_the_graph_and_stops(services, tmp_path):
             "query": "{ assetNodes { assetKey { path } } }"}).json()
         served = {tuple(node["assetKey"]["path"]) for node in answer["data"]["assetNodes"]}
         assert served == {(t.layer, t.name) for t in [*BRONZE_TABLES, *derived_tables()]}
+        # What a page on another site could make the user's browser send is refused.
+        graphql = f"http://localhost:{settings.scheduler_port}/graphql"
+        wipe = "mutation { wipeAssets(assetPartitionRanges: []) { __typename } }"
+        for refused in (requests.get(graphql, params={"query": wipe}, timeout=30),
+                        requests.post(graphql, data={"query": wipe}, timeout=30),
+                        requests.post(graphql, json={"query": wipe}, timeout=30,
+                                      headers={"Origin": "https://evil.example"})):
+            assert refused.status_code == 403
+            assert refused.text.startswith("refused by the RetailMax scheduler's guard: ")
     finally:
         service.stop(settings, report=lambda _: None)
     assert not service.answers(settings)

@@ -11,15 +11,18 @@ import shutil
 import subprocess
 import sys
 import threading
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from pyspark.sql import functions as F
 
 from bronze import job as bronze_job
 from bronze.job import BronzeError, BronzeJob
 from infra.native.process import wait_until
 from bronze.tables import PRODUCT_CATALOG
 from ingestion.topics import cdc_topic
+from lakehouse import catalog
 from lakehouse.layout import snapshot
 from lakehouse.tables import DerivedTable, Input
 from tests.integration.test_bronze import ROOT, _cli_env, drain_until_equal
@@ -173,13 +176,19 @@ def test_a_retype_the_declaration_cannot_hold_stops_bronze_until_it_is_reverted(
             said[0].endswith("Trying again in 2 s."), said[0]
     finally:
         db.execute("ALTER TABLE retail.product_catalog ALTER COLUMN unit_price TYPE numeric(12,2)")
-    # Reverted at the source, the waiting change lands by itself (rounded to the declared
-    # scale, as Postgres rounded it).
+    # Reverted at the source, the stream goes on by itself: the change written meanwhile holds
+    # a price the declared decimal(12,2) cannot (Bronze does not round), so it goes to the
+    # quarantine with its reason, and the row's next change lands as usual.
     try:
-        updated_ts = db.execute("SELECT updated_ts FROM retail.product_catalog WHERE product_id = %s",
-                                (product,)).fetchone()[0].replace(tzinfo=None)
+        quarantine = PRODUCT_CATALOG.quarantine
+        refused = f"wrong type for unit_price (decimal(12,2)): '{price + Decimal('0.0049')}'"
+        wait_until(lambda: catalog.exists(spark, quarantine.path(services)) and snapshot(
+            spark, quarantine, services).where(F.col("error") == refused).count() == 1,
+                   120, "the change that does not fit to be quarantined", None)
+        updated_ts = db.execute("UPDATE retail.product_catalog SET updated_ts = now() WHERE product_id"
+                                " = %s RETURNING updated_ts", (product,)).fetchone()[0].replace(tzinfo=None)
         wait_until(lambda: product_row(spark, services, product).updated_ts == updated_ts, 120,
-                   "the waiting change to land", None)
+                   "the row's next change to land", None)
         assert product_row(spark, services, product).unit_price == price
     finally:
         for query in spark.streams.active:

@@ -36,16 +36,33 @@ def envelope(op, before=None, after=None, lsn=1000):
                        "source": {"lsn": lsn, "ts_ms": 1780000000000}, "ts_ms": 1780000000001})
 
 
-def kafka(spark, topic, *values):
-    rows = [(None if v is None else (v if isinstance(v, bytes) else v.encode()), topic, 0, offset,
-             datetime(2026, 6, 1)) for offset, v in enumerate(values)]
-    frame = spark.createDataFrame(rows, "value binary, topic string, partition int, offset long,"
-                                        " timestamp timestamp")
-    return frame.selectExpr("CAST(NULL AS BINARY) AS key", "*")
+def _bytes(text):
+    return None if text is None else (text if isinstance(text, bytes) else text.encode())
 
 
-def landed(spark, table, *values):
-    rows, quarantined = split(classify(kafka(spark, table.topic, *values), table), table)
+def kafka(spark, topic, *values, keys=None):
+    keys = keys or [None] * len(values)
+    rows = [(_bytes(key), _bytes(value), topic, 0, offset, datetime(2026, 6, 1))
+            for offset, (key, value) in enumerate(zip(keys, values))]
+    return spark.createDataFrame(rows, "key binary, value binary, topic string, partition int, "
+                                       "offset long, timestamp timestamp")
+
+
+def debezium_key(table, value):
+    """The Kafka key Debezium gives a change: its row's key, from its image (None when the
+    message has no image to take it from)."""
+    try:
+        message = json.loads(value)
+        image = message["before"] if message["op"] == "d" else message["after"]
+        return json.dumps({name: image[name] for name in table.record_key})
+    except (TypeError, ValueError, KeyError):
+        return None
+
+
+def landed(spark, table, *values, keys=None):
+    if keys is None and table.envelope == "debezium":
+        keys = [debezium_key(table, value) for value in values]
+    rows, quarantined = split(classify(kafka(spark, table.topic, *values, keys=keys), table), table)
     return rows.collect(), quarantined.collect()
 
 
@@ -111,12 +128,50 @@ def test_product_price_is_exact(spark):
      "implausible source.ts_ms '100000000000000000'"),
     (json.dumps({"op": "c", "after": SALE, "source": {"lsn": 1, "ts_ms": 1}}),
      "implausible source.ts_ms '1'"),
+    # Strict JSON: one object, nothing after it, no field twice, no single quotes or NaN.
+    (envelope("c", after=SALE) + envelope("d", before=SALE),
+     f"something after the JSON object (at character {len(envelope('c', after=SALE))})"),
+    (envelope("c", after=SALE) + " trailing", f"something after the JSON object (at character "
+                                               f"{len(envelope('c', after=SALE)) + 1})"),
+    (envelope("c", after=SALE).replace('"op": "c"', '"op": "c", "op": "d"'), "field op given twice"),
+    (envelope("c", after=SALE).replace('"', "'"), "not a JSON object"),
+    (envelope("c", after=dict(SALE, quantity=float("nan"))), "NaN is not a JSON value"),
+    # Exact numbers: no truncation into an integer, no rounding into a decimal's scale.
+    (envelope("c", after=dict(SALE, quantity=2.5)), "wrong type for quantity (int): '2.5'"),
+    (envelope("c", after=dict(SALE, unit_price="19.999")),
+     "wrong type for unit_price (decimal(12,2)): '19.999'"),
+    (envelope("c", after=dict(SALE, unit_price="12345678901.00")),
+     "wrong type for unit_price (decimal(12,2)): '12345678901.00'"),
+    (envelope("c", after=dict(SALE, quantity=2**40)), f"wrong type for quantity (int): '{2**40}'"),
 ])
 def test_bad_cdc_messages_are_quarantined_with_their_reason(spark, value, error):
     rows, (bad,) = landed(spark, SALES_TRANSACTIONS, value)
     assert rows == []
     assert bad.error == error
     assert bad.raw_value == (value.decode() if isinstance(value, bytes) else value)
+
+
+def test_a_change_whose_kafka_key_is_not_its_rows_key_is_quarantined(spark):
+    value = envelope("c", after=SALE)
+    keys = ['{"order_id": 7, "line_item_id": 3}', '{"order_id": 7}',
+            '{"order_id": 7, "line_item_id": 2, "extra": 1}', "7", None,
+            '{"line_item_id": 2, "order_id": 7}']
+    rows, bad = landed(spark, SALES_TRANSACTIONS, *[value] * len(keys), keys=keys)
+    assert [(r._kafka_offset, r.error) for r in sorted(bad, key=lambda r: r._kafka_offset)] == [
+        (0, """Kafka key '{"order_id": 7, "line_item_id": 3}' is not the row's key"""),
+        (1, """Kafka key '{"order_id": 7}' is not the row's key"""),
+        (2, """Kafka key '{"order_id": 7, "line_item_id": 2, "extra": 1}' is not the row's key"""),
+        (3, "Kafka key '7' is not the row's key"),
+        (4, "missing Kafka key")]
+    assert [r._kafka_offset for r in rows] == [5]  # the same key, its fields in another order
+
+
+def test_exact_numbers_land_exactly(spark):
+    (row,), bad = landed(spark, SALES_TRANSACTIONS, envelope("c", after=dict(
+        SALE, quantity=-3, unit_price="-9999999999.99", discount="0.1")))
+    assert bad == []
+    assert (row.quantity, row.unit_price, row.discount) == (-3, Decimal("-9999999999.99"),
+                                                            Decimal("0.10"))
 
 
 def test_events_land_and_bad_ones_around_them_are_quarantined(spark):
@@ -139,6 +194,34 @@ def test_an_event_time_far_from_now_is_not_believed(spark):
     assert [r.event_id for r in rows] == ["e-1"]
     assert [b.error for b in bad] == ["implausible event_ts '9999-12-31T00:00:00Z'",
                                       "implausible event_ts '1970-01-01T00:00:00Z'"]
+
+
+def test_a_change_beyond_the_sources_wal_position_is_not_believed(spark):
+    """A forged LSN that high would win against every later real change of its row."""
+    from bronze.decode import Plausible
+
+    values = [envelope("c", after=SALE, lsn=4000), envelope("u", SALE, SALE, lsn=6000)]
+    keys = [debezium_key(SALES_TRANSACTIONS, value) for value in values]
+    raw = kafka(spark, SALES_TRANSACTIONS.topic, *values, keys=keys)
+    rows, bad = split(classify(raw, SALES_TRANSACTIONS, Plausible(latest_lsn=5000)), SALES_TRANSACTIONS)
+    assert [r._source_lsn for r in rows.collect()] == [4000]
+    assert [b.error for b in bad.collect()] == [
+        "implausible source.lsn '6000' (beyond the source's WAL position 5000)"]
+
+
+def test_the_plausible_range_is_a_setting(spark, monkeypatch):
+    from bronze.decode import Plausible
+    from lakehouse import settings
+
+    monkeypatch.setenv("BRONZE_EARLIEST_PLAUSIBLE", "2026-06-02")
+    plausible = Plausible.of(settings.load())
+    raw = kafka(spark, WEB_CLICKSTREAMS.topic, json.dumps(CLICK))
+    (bad,) = split(classify(raw, WEB_CLICKSTREAMS, plausible), WEB_CLICKSTREAMS)[1].collect()
+    assert bad.error == "implausible event_ts '2026-06-01T10:00:00.5Z'"
+    monkeypatch.setenv("BRONZE_EARLIEST_PLAUSIBLE", "last year")
+    with pytest.raises(settings.ConfigurationError,
+                       match=r"^BRONZE_EARLIEST_PLAUSIBLE='last year' is not a date \(YYYY-MM-DD\)$"):
+        settings.load()
 
 
 def test_an_event_without_a_field_that_is_always_sent_is_quarantined(spark):

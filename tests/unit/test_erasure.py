@@ -69,7 +69,7 @@ def test_text_files_are_redacted_in_place(tmp_path):
 def test_the_customer_is_the_one_table_with_personal_data():
     assert erasure.personal_table("customer_id") is CUSTOMER_MASTER
     erased = erasure._erased_values(CUSTOMER_MASTER, 42)
-    assert erased["email"] == "erased-42@erased.invalid" and erased["phone"] is None
+    assert erased["email"] == "erased-42@erased.example" and erased["phone"] is None
     # What Gold groups sales by must survive erasure.
     assert {"country", "region", "loyalty_tier"}.isdisjoint(CUSTOMER_MASTER.personal.erased)
     with pytest.raises(Exception, match="no Bronze table declares personal data about 'order_id'"):
@@ -77,7 +77,7 @@ def test_the_customer_is_the_one_table_with_personal_data():
 
 
 def test_the_placeholders_are_not_searched_for_in_text():
-    images = [{"customer_id": 42, "email": "erased-42@erased.invalid", "phone": "+47 555 0101"},
+    images = [{"customer_id": 42, "email": "erased-42@erased.example", "phone": "+47 555 0101"},
               {"customer_id": 42, "email": "ann.lee@example.com", "phone": None}]
     assert erasure._searched_values(CUSTOMER_MASTER, images) == {"+47 555 0101", "ann.lee@example.com"}
 

@@ -111,3 +111,37 @@ def test_a_failure_message_is_the_commands_own_not_sparks_log():
               "  and more\n")
     assert commands._message(stderr) == ("quality gate failed: t: rule \"channel is known\" (fail) "
                                          "failed for 1 of 3 rows\n  and more")
+
+
+def _scope(method="POST", path="/graphql", query=b"", **headers):
+    return {"type": "http", "method": method, "path": path, "query_string": query,
+            "headers": [(k.replace("_", "-").encode(), v.encode())
+                        for k, v in {"host": "localhost:3000", **headers}.items()]}
+
+
+MUTATION = b"query=mutation%7BwipeAssets%7D"
+
+
+@pytest.mark.parametrize("scope, reason", [
+    (_scope(content_type="application/json"), None),
+    (_scope(content_type="application/json", origin="http://localhost:3000"), None),
+    (_scope("GET", "/", accept="text/html"), None),
+    (_scope("GET", "/graphql", accept="text/html"), None),
+    (_scope(content_type="application/json", origin="https://evil.example"),
+     "a request from another site (https://evil.example)"),
+    (_scope(content_type="application/json", origin="null"), "a request from another site (null)"),
+    (_scope(content_type="application/json", host="evil.example:3000"),
+     "Host 'evil.example:3000' is not this machine's loopback address"),
+    (_scope("GET", "/graphql", MUTATION), "GraphQL in a GET's query string (POST it as JSON)"),
+    (_scope("POST", "/graphql", MUTATION, content_type="application/x-www-form-urlencoded"),
+     "GraphQL in a POST that is not JSON (send Content-Type: application/json)"),
+    (_scope("POST", "/graphql", MUTATION, content_type="text/plain"),
+     "GraphQL in a POST that is not JSON (send Content-Type: application/json)"),
+    ({**_scope(origin="https://evil.example"), "type": "websocket"},
+     "a request from another site (https://evil.example)"),
+], ids=["json", "same origin", "page", "graphiql", "other site", "opaque origin", "rebound name",
+        "get mutation", "form post", "text post", "websocket"])
+def test_the_scheduler_ui_refuses_what_another_site_could_make_a_browser_send(scope, reason):
+    from orchestration.webserver import refusal
+
+    assert refusal(scope) == reason

@@ -136,3 +136,19 @@ def test_a_null_breaks_a_value_rule_unless_the_rule_allows_it(spark, tmp_path):
         assert (channel.success, channel.unexpected_count) == (False, 2), engine
         assert sorted(key["id"] for key in channel.failing_keys) == [2, 3], engine
         assert discount.success, engine
+
+
+def test_the_email_rule_reports_why_each_address_fails(spark, tmp_path):
+    """E-mail addresses are judged by a maintained library, not a regex, and each failing row
+    carries the library's reason."""
+    rule = next(r for r in CUSTOMER_PROFILES.rules if r.name == "email is a valid address")
+    batch = spark.createDataFrame([(1, "ann.o'neil@example.com"), (2, "ann at example.com"),
+                                   (3, None), (4, "ann@example"), (5, "erased-5@erased.example")],
+                                  "customer_id long, email string")
+    gate = quality.Gate(spark, tmp_path / "quality", in_memory_rows=1_000)
+    for engine in ("spark", "pandas"):
+        (outcome,) = gate.validate("emails", (rule,), ("customer_id",), batch,
+                                   datetime(2026, 6, 1), engine).outcomes
+        assert {key["customer_id"]: key["email_problem"] for key in outcome.failing_keys} == {
+            2: "An email address must have an @-sign.", 3: "no value",
+            4: "The part after the @-sign is not valid. It should have a period."}, engine

@@ -21,7 +21,9 @@ def test_missing_secret_names_the_variable(clean_env):
 
 def test_env_file_is_written_once_and_read(clean_env, monkeypatch):
     assert settings.write_env_file() == ["PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD",
-                                         "MINIO_ROOT_PASSWORD", "ANALYST_PASSWORD"]
+                                         "MINIO_ROOT_PASSWORD", "ANALYST_PASSWORD",
+                                         "SOURCE_WRITER_PASSWORD", "LAKEHOUSE_READER_PASSWORD",
+                                         "ERASER_PASSWORD"]
     first = (clean_env / ".env").read_text()
     assert settings.write_env_file() == []
     assert (clean_env / ".env").read_text() == first
