@@ -110,7 +110,7 @@ def test_bad_rows_and_events_are_kept_out_with_their_reason_and_promoted_once_fi
     orders = promoted_keys(spark, services)
     assert (FIRST_ORDER, 1) in orders and not orders & set(bad)
     assert quarantined(spark, services, CUSTOMER_PROFILES)[(BAD_EMAIL_CUSTOMER,)][0] == [
-        "email is well formed"]
+        "email is a valid address"]
     assert (BAD_EMAIL_CUSTOMER,) not in promoted_keys(spark, services, CUSTOMER_PROFILES)
     counts = reports[ORDERS.name].reconciliation
     assert counts.rows_in == counts.promoted + counts.quarantined + counts.held_back + counts.removed
