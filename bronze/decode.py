@@ -14,6 +14,10 @@ precision and scale (Spark's casts would truncate 7.9 to 7, or round a third dec
 change's key in Kafka must be its row's key. Each of these is quarantined with its reason.
 """
 
+# Why one module: decoding is one contract (what a message must be to become a row, and the
+# reason it goes to quarantine otherwise); the checks read each other's columns in one
+# select, and splitting JSON, types and keys apart would scatter the order they are judged in.
+
 from __future__ import annotations
 
 import re

@@ -9,6 +9,10 @@ read together. Issue 31 (the core as a library) is where it splits, with the CLI
 runner.
 """
 
+# Why one module: the declaration classes and `hudi_options` are one contract (every field a
+# table declares and the Hudi setting it becomes); issue 31 moves the declarations to a
+# PySpark-free module, which is when this one splits.
+
 from __future__ import annotations
 
 import hashlib
