@@ -142,16 +142,22 @@ def _json_defects(messages: DataFrame) -> Column:
 
 
 def _key_checks(raw_key: Column, image: Column, table: BronzeTable) -> list[tuple[Column, Column]]:
-    """Debezium keys each change by its row's key (a JSON object of the key columns), and
-    Kafka keeps one key's changes in order on one partition: a message whose key is not its
-    image's would be ordered against another row's changes."""
-    key = F.from_json(raw_key, MapType(StringType(), StringType()))
-    agrees = F.size(key) == len(table.record_key)
-    for name in table.record_key:
-        agrees = agrees & key[name].eqNullSafe(image[name])
+    """Kafka keeps one key's messages in order on one partition: a message whose key is not
+    its own would be ordered against other rows' changes. Debezium keys each change by its
+    row's key (a JSON object of the key columns); an event's producer by the table's
+    `kafka_key` fields, joined by '|'."""
+    if table.envelope == DEBEZIUM:
+        key = F.from_json(raw_key, MapType(StringType(), StringType()))
+        agrees = F.size(key) == len(table.record_key)
+        for name in table.record_key:
+            agrees = agrees & key[name].eqNullSafe(image[name])
+        owner = "the row's key"
+    else:
+        agrees = raw_key == F.concat_ws("|", *(image[name] for name in table.kafka_key))
+        owner = f"the event's {'|'.join(table.kafka_key)}"
     return [(raw_key.isNull(), F.lit("missing Kafka key")),
             (~F.coalesce(agrees, F.lit(False)),
-             F.concat(F.lit("Kafka key '"), raw_key, F.lit("' is not the row's key")))]
+             F.concat(F.lit("Kafka key '"), raw_key, F.lit(f"' is not {owner}")))]
 
 
 def _parse(raw_value: Column, fields: list[StructField]) -> Column:
@@ -264,6 +270,7 @@ def _json_event(messages: DataFrame, table: BronzeTable, plausible: Plausible) -
               (F.col("_defect").isNotNull(), F.col("_defect")),
               (_not_an_object(F.col("_image")), F.lit("not a JSON object")),
               *_field_checks(F.col("_image"), table),
+              *_key_checks(F.col("raw_key"), F.col("_image"), table),
               *[(~plausible.instant(_typed(F.col("_image")[name], "timestamp")),
                  F.concat(F.lit(f"implausible {name} '"), F.col("_image")[name], F.lit("'")))
                 for name in table.ordering if table.columns.get(name) == "timestamp"]]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ingestion.topics import CLICKSTREAM_TOPIC, INVENTORY_TOPIC, cdc_topic
+from ingestion.topics import CLICKSTREAM_TOPIC, EVENT_KEYS, INVENTORY_TOPIC, cdc_topic
 from lakehouse.settings import ConfigurationError
 from lakehouse.tables import Partitioning, Table
 
@@ -48,6 +48,9 @@ class BronzeTable(Table):
     # The columns that may be null, as at the source (NOT NULL there, or always sent, for
     # the rest): a message with a null elsewhere is quarantined, not landed.
     nullable: tuple[str, ...] = ()
+    # An event stream's Kafka key: the fields its producer keys it by (joined by '|'). A CDC
+    # topic's key is Debezium's: the row's record key.
+    kafka_key: tuple[str, ...] = ()
     layer: str = "bronze"
     table_type: str = "MERGE_ON_READ"
     change_log: bool = True
@@ -66,6 +69,13 @@ class BronzeTable(Table):
         if unknown:
             raise ValueError(f"table {self.name}: nullable columns {unknown} must be among its "
                              f"columns and outside its record key and ordering")
+        if (self.envelope == JSON_EVENTS) != bool(self.kafka_key):
+            raise ValueError(f"table {self.name}: an event stream declares its kafka_key, and "
+                             f"only an event stream does")
+        unknown = [c for c in self.kafka_key if c not in self.columns or c in self.nullable]
+        if unknown:
+            raise ValueError(f"table {self.name}: kafka_key {unknown} must be among its columns "
+                             f"and not nullable")
         if self.personal:
             self._check_personal(self.personal)
 
@@ -177,6 +187,7 @@ WEB_CLICKSTREAMS = BronzeTable(
         "search_query": "string", "device": "string", "event_ts": "timestamp",
     },
     nullable=("customer_id", "product_id", "search_query"),  # anonymous, or not about one
+    kafka_key=EVENT_KEYS[CLICKSTREAM_TOPIC],
 )
 
 INVENTORY_UPDATES = BronzeTable(
@@ -195,6 +206,7 @@ INVENTORY_UPDATES = BronzeTable(
         "sku": "string", "location_id": "string", "quantity_on_hand": "int",
         "change_qty": "int", "reason": "string", "update_ts": "timestamp",
     },
+    kafka_key=EVENT_KEYS[INVENTORY_TOPIC],
 )
 
 BRONZE_TABLES = (CUSTOMER_MASTER, PRODUCT_CATALOG, SALES_TRANSACTIONS, WEB_CLICKSTREAMS,

@@ -1,7 +1,7 @@
 """Producers of the application event streams: `web_clickstreams` and `inventory_updates`.
 
 Events are JSON, keyed so that related events share a partition and keep their order:
-clickstreams by `session_id`, inventory by `sku|location_id`. A share of malformed events
+clickstreams by `session_id`, inventory by `sku|location_id` (ingestion/topics.py). A share of malformed events
 (not JSON, a missing key field, a wrong type) can be mixed in so that Bronze can prove it
 quarantines them.
 """
@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from kafka import KafkaProducer
 
 from ingestion import generators
-from ingestion.topics import CLICKSTREAM_TOPIC, INVENTORY_TOPIC
+from ingestion.topics import CLICKSTREAM_TOPIC, INVENTORY_TOPIC, event_key
 
 
 def encode(event: dict | bytes) -> bytes:
@@ -47,12 +47,12 @@ class EventStreams:
     def total(self) -> int:
         return self.sent["clickstream"] + self.sent["inventory"]
 
-    def _send(self, topic: str, key: str, event: dict, key_field: str) -> None:
+    def _send(self, topic: str, event: dict, key_field: str) -> None:
         payload: dict | bytes = event
         if self.bad_share and self.rng.random() < self.bad_share:
             _, payload = generators.malformed(self.rng, event, key_field)
             self.sent["malformed"] += 1
-        self.producer.send(topic, key=key.encode(), value=encode(payload))
+        self.producer.send(topic, key=event_key(topic, event), value=encode(payload))
 
     def step(self) -> None:
         """Sends one event: a click (two times in three) or a stock movement."""
@@ -63,9 +63,9 @@ class EventStreams:
                     self.rng, self.customer_ids, self.product_ids, now)
             # A live stream stamps events when they happen, not when the session was planned.
             event = self.pending_clicks.pop(0) | {"event_ts": now}
-            self._send(CLICKSTREAM_TOPIC, event["session_id"], event, "event_id")
+            self._send(CLICKSTREAM_TOPIC, event, "event_id")
             self.sent["clickstream"] += 1
         else:
             event = generators.inventory_update(self.rng, self.stock, self.skus, now)
-            self._send(INVENTORY_TOPIC, f"{event['sku']}|{event['location_id']}", event, "sku")
+            self._send(INVENTORY_TOPIC, event, "sku")
             self.sent["inventory"] += 1

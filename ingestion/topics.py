@@ -18,11 +18,18 @@ CDC_TOPIC_PREFIX = "retailmax"
 CLICKSTREAM_TOPIC = "web_clickstreams"
 INVENTORY_TOPIC = "inventory_updates"
 EVENT_TOPICS = (CLICKSTREAM_TOPIC, INVENTORY_TOPIC)
+# The fields an event stream is keyed by, joined by '|': Kafka keeps one key's events in
+# order on one partition. Bronze quarantines an event whose key is not its own.
+EVENT_KEYS = {CLICKSTREAM_TOPIC: ("session_id",), INVENTORY_TOPIC: ("sku", "location_id")}
 PARTITIONS = 3
 
 
 def cdc_topic(table: str) -> str:
     return f"{CDC_TOPIC_PREFIX}.retail.{table}"
+
+
+def event_key(topic: str, event: dict) -> bytes:
+    return "|".join(str(event[name]) for name in EVENT_KEYS[topic]).encode()
 
 
 def source_topics() -> tuple[str, ...]:

@@ -12,6 +12,7 @@ at start with a message naming the variable.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import date
@@ -115,6 +116,14 @@ def _positive(name: str, default: int) -> int:
     return int(raw)
 
 
+def _unprivileged_user(name: str, default: str) -> str:
+    raw = os.environ.get(name, default)
+    if not re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", raw) or raw == "root":
+        raise ConfigurationError(f"{name}={raw!r} must name an OS account other than root "
+                                 f"(lower-case letters, digits, '_' and '-')")
+    return raw
+
+
 def _date(name: str, default: str) -> str:
     raw = os.environ.get(name, default)
     try:
@@ -186,6 +195,9 @@ class Settings:
     thrift_port: int = 10000
     thrift_bind_host: str = "localhost"
     thrift_memory: str = "2g"
+    # The OS account the JDBC server runs as when root starts the services (created on its
+    # first start): it can read the warehouse and nothing the project keeps secret.
+    thrift_os_user: str = "retailmax-jdbc"
     # The JDBC server's one account (its password is ANALYST_PASSWORD in .env).
     analyst_user: str = "analyst"
     # `make cluster` (infra/native/cluster.py): a Spark standalone master with this many workers,
@@ -264,6 +276,7 @@ class Settings:
             "HUDI_COMMITS_RETAINED": str(self.commits_retained),
             "METASTORE_DATABASE": self.metastore_database, "THRIFT_PORT": str(self.thrift_port),
             "THRIFT_BIND_HOST": self.thrift_bind_host, "THRIFT_DRIVER_MEMORY": self.thrift_memory,
+            "THRIFT_OS_USER": self.thrift_os_user,
             "ANALYST_USER": self.analyst_user,
             "SPARK_MASTER_PORT": str(self.spark_master_port), "SPARK_WORKERS": str(self.spark_workers),
             "SPARK_WORKER_CORES": str(self.spark_worker_cores),
@@ -339,6 +352,7 @@ def load() -> Settings:
         thrift_port=_port("THRIFT_PORT", 10000),
         thrift_bind_host=os.environ.get("THRIFT_BIND_HOST", "localhost"),
         thrift_memory=os.environ.get("THRIFT_DRIVER_MEMORY", "2g"),
+        thrift_os_user=_unprivileged_user("THRIFT_OS_USER", "retailmax-jdbc"),
         analyst_user=os.environ.get("ANALYST_USER", "analyst"),
         spark_master_port=_port("SPARK_MASTER_PORT", 7077),
         spark_workers=_positive("SPARK_WORKERS", 2),

@@ -143,6 +143,13 @@ def catalog_config(settings: Settings) -> dict[str, str]:
     }
 
 
+# A driver on this machine. Nothing beyond it talks to the driver: its RPC and block manager
+# listen on loopback, and so does its UI, which reads SPARK_LOCAL_IP (set by whoever starts
+# the JVM), not the configuration.
+LOCAL_DRIVER = {"spark.master": "local[*]", "spark.driver.bindAddress": LOOPBACK,
+                "spark.driver.host": LOOPBACK}
+
+
 def session(settings: Settings, app_name: str = "retailmax",
             extra_config: dict[str, str] | None = None) -> SparkSession:
     # PySpark turns naive Python datetimes into timestamps (and back, on collect) in the
@@ -167,12 +174,9 @@ def session(settings: Settings, app_name: str = "retailmax",
     if master:
         builder = builder.master(master)
     elif "PYSPARK_GATEWAY_PORT" not in os.environ:
-        builder = builder.master("local[*]")
-        # Nothing beyond this machine talks to a local driver: its RPC and block manager
-        # listen on loopback, and so does its UI (which reads SPARK_LOCAL_IP, not the conf).
         os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
-        builder = builder.config("spark.driver.bindAddress", LOOPBACK) \
-            .config("spark.driver.host", LOOPBACK)
+        for key, value in LOCAL_DRIVER.items():
+            builder = builder.config(key, value)
     for key, value in (session_config(settings) | (extra_config or {})).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -1,23 +1,24 @@
 """The JDBC/ODBC endpoint for BI tools: Spark's Thrift server (HiveThriftServer2) over the
 shared catalog, with the Hudi extension and catalog of every other Spark process.
 
-It is started in a session built by lakehouse/spark.py, so it runs with exactly the
-configuration of the pipeline; each JDBC connection gets its own session from it. Analysts
-sign in with the one analyst account (ANALYST_USER / ANALYST_PASSWORD in .env) and can only
-read: serving/jvm/ holds the two Java classes that say what the server refuses and how. Run
-by `make services` / `make up` (infra/native/thrift.py, or the `thrift` service in Docker
-Compose) as `python -m serving.jdbc`.
+The server is a JVM of its own, started by spark-submit with the pipeline's Spark
+configuration (lakehouse/spark.py) and the server's (`server_config`); each JDBC connection
+gets its own session in it. Analysts sign in with the one analyst account (ANALYST_USER /
+ANALYST_PASSWORD in .env) and can only read: serving/jvm/ holds the Java classes that say
+what the server refuses, how it signs in, and its entry point. Started by `make services` /
+`make up` (infra/native/thrift.py, as an OS account of its own, or the `thrift` service of
+Docker Compose, as `python -m serving.jdbc`).
 """
-
 from __future__ import annotations
 
-import dataclasses
-import signal
-import threading
+import os
+import shutil
+from pathlib import Path
+
+import pyspark
 
 from infra.native.jars import hudi_bundle_jar, metastore_driver_jar
-from infra.native.thrift import NativeThriftServer
-from lakehouse import catalog, spark
+from lakehouse import spark
 from lakehouse.jvm import project_jar
 from lakehouse.settings import Settings, load
 
@@ -25,6 +26,12 @@ from lakehouse.settings import Settings, load
 # serving/jvm/: Hive's custom sign-in, and the Spark check rule that refuses all but reading.
 AUTHENTICATION_CLASS = "org.retailmax.serving.AnalystPassword"
 READ_ONLY_EXTENSION = "org.retailmax.serving.ReadOnlyAnalysts"
+MAIN_CLASS = "org.retailmax.serving.JdbcServer"
+# Where Hive's sessions write, under the server's scratch directory (`make_scratch_dir`).
+HIVE_DIRS = {"hive.exec.scratchdir": "hive", "hive.exec.local.scratchdir": "local",
+             "hive.downloaded.resources.dir": "resources",
+             "hive.server2.logging.operation.log.location": "operation_logs"}
+SPARK_SUBMIT = Path(pyspark.__file__).resolve().parent / "bin" / "spark-submit"
 
 
 class ServerDown(RuntimeError):
@@ -59,53 +66,80 @@ def connect(settings: Settings, user: str | None = None, password: str | None = 
                 f"ANALYST_USER / ANALYST_PASSWORD in .env (`make status` shows it)") from None
         raise ServerDown(f"the JDBC server at localhost:{settings.thrift_port} does not answer: "
                          f"start it with `make services` (or `make up`); its log is "
-                         f"{NativeThriftServer(settings).log} ({error})") from None
+                         f"in {settings.state_dir / 'logs'} ({error})") from None
+
+
+def scratch_dir(settings: Settings) -> Path:
+    return settings.state_dir / "run" / f"jdbc-{settings.thrift_port}"
+
+
+def make_scratch_dir(settings: Settings, owner: str | None = None) -> None:
+    """Makes the server's working space (Hive's scratch and operation logs) anew, its OS
+    account's alone: `owner`'s, or the caller's."""
+    scratch = scratch_dir(settings)
+    shutil.rmtree(scratch, ignore_errors=True)
+    for directory in (scratch, *(scratch / name for name in HIVE_DIRS.values())):
+        directory.mkdir(mode=0o700, parents=True)
+        if owner:
+            shutil.chown(directory, owner, owner)
 
 
 def server_config(settings: Settings) -> dict[str, str]:
-    """What the server adds to every session's configuration: its port, the analyst sign-in,
-    and the read-only guard (serving/jvm/) after Hudi's extension."""
+    """The server's Spark configuration: every session's (lakehouse/spark.py), and its own:
+    its port, the analyst sign-in, the read-only guard after Hudi's extension, its jars and
+    scratch space in places its OS account can use."""
     base = spark.session_config(settings)
-    driver_jars = [metastore_driver_jar(settings.state_dir), hudi_bundle_jar(settings.state_dir),
-                   project_jar(settings.state_dir)]
-    return {
-        "spark.driver.extraClassPath": ":".join(map(str, driver_jars)),
+    hudi, project = hudi_bundle_jar(settings.state_dir), project_jar(settings.state_dir)
+    scratch = scratch_dir(settings)
+    return base | spark.LOCAL_DRIVER | {
+        "spark.app.name": "jdbc-server",
+        "spark.driver.memory": settings.thrift_memory,
+        # Spark's UI port (4040) is left to the pipeline.
+        "spark.ui.enabled": "false",
+        # The jars it needs, as files `make install` made: resolving packages would write to
+        # an Ivy cache, which belongs to whoever installed the project.
+        "spark.jars.packages": "",
+        "spark.jars": f"{hudi},{project}",
+        "spark.driver.extraClassPath": ":".join(
+            map(str, [metastore_driver_jar(settings.state_dir), hudi, project])),
+        # Hive's sign-in and sessions read a HiveConf of their own, which sees Java's system
+        # properties but not Spark's configuration.
+        "spark.driver.extraJavaOptions": " ".join(
+            [f"-Dhive.server2.custom.authentication.class={AUTHENTICATION_CLASS}"]
+            + [f"-D{key}={scratch / name}" for key, name in HIVE_DIRS.items()]),
         "spark.sql.extensions": f"{base['spark.sql.extensions']},{READ_ONLY_EXTENSION}",
         "spark.hive.server2.thrift.port": str(settings.thrift_port),
         "spark.hive.server2.thrift.bind.host": settings.thrift_bind_host,
         "spark.hive.server2.authentication": "CUSTOM",
-        # The sign-in reads a HiveConf of its own, which sees system properties but not
-        # Spark's configuration.
-        "spark.driver.extraJavaOptions":
-            f"-Dhive.server2.custom.authentication.class={AUTHENTICATION_CLASS}",
         # `SELECT * FROM text.`file:///...`` would read any file the server can.
         "spark.sql.runSQLOnFiles": "false",
     }
 
 
-def serve(settings: Settings) -> None:
-    """Runs the server until SIGTERM. The shared catalog's database must exist: whoever starts
-    the server makes sure of it (infra/native/thrift.py; Compose's `metastore` service), as
-    the server has no Postgres account but the metastore's."""
-    # The server keeps its heap small and leaves Spark's UI port (4040) to the pipeline.
-    server_settings = dataclasses.replace(settings, driver_memory=settings.thrift_memory,
-                                          spark_ui=False)
-    session = spark.session(server_settings, "jdbc-server", extra_config=server_config(settings))
-    catalog.register(session, settings)
-    # Registering is DDL; from here on, every statement is an analyst's, and only reads.
-    session.sparkContext._jvm.org.retailmax.serving.ReadOnlyAnalysts.arm()
-    session.sparkContext._jvm.org.apache.spark.sql.hive.thriftserver.HiveThriftServer2.startWithContext(
-        session._jsparkSession.sqlContext())
-    print(f"JDBC server listening on {jdbc_url(settings)}", flush=True)
-    # Stopping sends SIGTERM to the whole process group (infra/native/process.py): the JVM's
-    # own shutdown hooks stop Spark, and this process only has to return.
-    stopped = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
-    try:
-        stopped.wait()
-    except KeyboardInterrupt:
-        pass
+def command(settings: Settings) -> list[str]:
+    """The server's command line: spark-submit runs serving/jvm/JdbcServer.java with
+    `server_config`. spark-submit keeps only `spark.*` keys: the others (Hudi's) are the entry
+    point's arguments, which it sets as PySpark's builder would."""
+    config = server_config(settings)
+    spark_keys = [argument for key, value in config.items() if key.startswith("spark.")
+                  for argument in ("--conf", f"{key}={value}")]
+    other_keys = [f"{key}={value}" for key, value in config.items()
+                  if not key.startswith("spark.")]
+    return [str(SPARK_SUBMIT), *spark_keys, "--class", MAIN_CLASS,
+            str(project_jar(settings.state_dir)), *other_keys]
+
+
+def environment(settings: Settings) -> dict[str, str]:
+    """What the server needs in its environment: the analyst account, the passwords its
+    configuration names but never holds, UTC, and the address its UI would listen on."""
+    return {"ANALYST_USER": settings.analyst_user,
+            "METASTORE_PASSWORD": settings.metastore_password,
+            "ANALYST_PASSWORD": settings.analyst_password,
+            "TZ": "UTC", "SPARK_LOCAL_IP": spark.LOOPBACK}
 
 
 if __name__ == "__main__":
-    serve(load())
+    # Docker Compose's `thrift` service, whose container runs as the server's account.
+    settings = load()
+    make_scratch_dir(settings)
+    os.execve(SPARK_SUBMIT, command(settings), os.environ | environment(settings))

@@ -36,7 +36,21 @@ CLICK = {"event_id": "adv-0", "session_id": "adv-session", "customer_id": None,
 STOCK = {"sku": "ADV-SKU", "location_id": "WH-ADV", "quantity_on_hand": 40, "change_qty": -2,
          "reason": "sale", "update_ts": "2026-06-01T10:00:00Z"}
 SOURCE = {"lsn": 1000, "ts_ms": 1780000000000}
-DERIVED = "derived"  # the key Debezium would give the change: its row's key
+DERIVED = "derived"  # the key its producer would give the message (`kafka_key`)
+
+
+def kafka_key(table: BronzeTable, value: str | bytes | None) -> bytes | None:
+    """The Kafka key `table`'s producer gives a message: Debezium's (its row's key, from its
+    image) or the event stream's (its `kafka_key` fields); None when the message has nothing
+    to take it from."""
+    try:
+        message = json.loads(value)
+        if table.envelope == "debezium":
+            image = message["before"] if message["op"] == "d" else message["after"]
+            return json.dumps({name: image[name] for name in table.record_key}).encode()
+        return "|".join(str(message[name]) for name in table.kafka_key).encode()
+    except (TypeError, ValueError, KeyError, RecursionError):
+        return None
 
 
 def envelope(op, before=None, after=None, source=SOURCE, **extra) -> str:
@@ -60,14 +74,7 @@ class Case:
     def kafka_key(self) -> bytes | None:
         if self.key != DERIVED:
             return self.key.encode() if isinstance(self.key, str) else self.key
-        if self.table.envelope != "debezium":
-            return None
-        try:
-            message = json.loads(self.value)
-            image = message["before"] if message["op"] == "d" else message["after"]
-            return json.dumps({name: image[name] for name in self.table.record_key}).encode()
-        except (TypeError, ValueError, KeyError, RecursionError):
-            return None
+        return kafka_key(self.table, self.value)
 
     def kafka_value(self) -> bytes | None:
         return self.value.encode() if isinstance(self.value, str) else self.value
@@ -176,6 +183,11 @@ CASES = [
     Case("key that is not JSON", C, envelope("c", after=CUSTOMER),
          "Kafka key '9900001' is not the row's key", key="9900001"),
     Case("no key", C, envelope("c", after=CUSTOMER), "missing Kafka key", key=None),
+    Case("event under another session's key", W, event(CLICK),
+         "Kafka key 'another-session' is not the event's session_id", key="another-session"),
+    Case("event without a key", W, event(CLICK), "missing Kafka key", key=None),
+    Case("stock update keyed by its sku alone", I, event(STOCK),
+         "Kafka key 'ADV-SKU' is not the event's sku|location_id", key="ADV-SKU"),
     # What lands, exactly as sent.
     Case("nullable column null", S, envelope("c", after=SALE),
          lands={"store_id": None, "quantity": 2, "unit_price": Decimal("19.99")}),

@@ -1,4 +1,7 @@
 import dataclasses
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -15,16 +18,20 @@ def settings(tmp_path_factory, request):
     tests, also a metastore database and a JDBC server port of its own, so that a running
     demo keeps its catalog; unit tests alone keep the catalog in the Spark process."""
     settings_module.write_env_file()
-    warehouse = tmp_path_factory.mktemp("warehouse")
+    # Readable by all, as the demo's is, for the JDBC server's OS account
+    # (infra/native/thrift.py): pytest's temporary directories are their owner's only.
+    warehouse = Path(tempfile.mkdtemp(prefix="retailmax-test-warehouse-"))
+    warehouse.chmod(0o755)
     base = settings_module.load()
     integration = _runs_integration_tests(request.session)
-    return dataclasses.replace(base, warehouse=str(warehouse),
+    yield dataclasses.replace(base, warehouse=str(warehouse),
                                quality_dir=tmp_path_factory.mktemp("quality"),
                                checkpoints=str(warehouse / "_checkpoints"),
                                shuffle_partitions=2, spark_ui=False,
                                compact_every_delta_commits=3,
                                metastore_database="metastore_tests" if integration else "",
                                thrift_port=base.thrift_port + 1, thrift_memory="1g")
+    shutil.rmtree(warehouse, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -15,4 +15,8 @@ RUN pip install --no-cache-dir -q -e . \
 from pathlib import Path; [f(Path('.lake')) for f in (hudi_bundle_jar, metastore_driver_jar)]" \
     && python -m lakehouse.jvm \
     && SPARK_UI=false python -m lakehouse.spark
+# The JDBC server's account (docker-compose.yml's `thrift` runs as it): it may write its
+# scratch directory under .lake/run, and nothing else.
+RUN useradd --system --user-group --no-create-home --shell /usr/sbin/nologin retailmax-jdbc \
+    && mkdir -p .lake/run && chown retailmax-jdbc:retailmax-jdbc .lake/run
 ENV TZ=UTC

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import signal
 import socket
 import subprocess
@@ -127,9 +128,10 @@ class BackgroundProcess:
         return self.pid is not None
 
     def start(self, command: list[str], env: dict[str, str] | None = None,
-              inherit_secrets: bool = True) -> None:
+              inherit_secrets: bool = True, user: str | None = None) -> None:
         """Starts `command` with this process's environment and `env`; without
-        `inherit_secrets`, none of the project's secrets but those `env` names."""
+        `inherit_secrets`, none of the project's secrets but those `env` names; with `user`,
+        as that OS account, in its own group only (the caller must be root)."""
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.log.parent.mkdir(parents=True, exist_ok=True)
         inherited = {name: value for name, value in os.environ.items()
@@ -138,6 +140,8 @@ class BackgroundProcess:
             process = subprocess.Popen(
                 command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                 env={**inherited, **(env or {})}, start_new_session=True,
+                **({"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []}
+                   if user else {}),
             )
         self.pid_file.write_text(str(process.pid))
 

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-import sys
+import os
+import pwd
+import subprocess
 
 from infra import metastore
 from infra.native.process import (
     BackgroundProcess,
+    ServiceError,
     ensure_port_free,
     port_open,
     wait_until,
 )
 from lakehouse.settings import Settings
+from serving import jdbc
 
 
 class NativeThriftServer:
     name = "thrift"
-    # A cold start resolves the Spark packages from the Ivy cache and registers the catalog.
     startup_timeout = 180
 
     def __init__(self, settings: Settings):
@@ -40,12 +43,33 @@ class NativeThriftServer:
         # The server's only Postgres account is the metastore's: the catalog's database is
         # made here, by the caller that holds the superuser's password.
         metastore.ensure(self.settings)
-        self.process.start([sys.executable, "-m", "serving.jdbc"], inherit_secrets=False,
-                           env=self.settings.environment() | {
-                               "METASTORE_PASSWORD": self.settings.metastore_password,
-                               "ANALYST_PASSWORD": self.settings.analyst_password})
+        user = self.os_user()
+        jdbc.make_scratch_dir(self.settings, user)
+        self.process.start(jdbc.command(self.settings), env=jdbc.environment(self.settings),
+                           inherit_secrets=False, user=user)
         wait_until(self.healthy, self.startup_timeout, f"{self.name} (log {self.log})", self.log,
                    alive=self.process.running)
+
+    def os_user(self) -> str | None:
+        """The account the server runs as. Started by root, an account of its own
+        (THRIFT_OS_USER, made on the first start as the Debian package makes `postgres`): it
+        reads the warehouse and the project's files, which are readable by all, and none of
+        the secrets, which are their owner's only (.env, the Postgres data), and writes only
+        its scratch directory (serving/jdbc.py). Started by anyone else, it runs as them."""
+        if os.geteuid() != 0:
+            return None
+        name = self.settings.thrift_os_user
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            created = subprocess.run(
+                ["useradd", "--system", "--user-group", "--no-create-home",
+                 "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name],
+                capture_output=True, text=True)
+            if created.returncode != 0:
+                raise ServiceError(f"could not create the JDBC server's OS account {name!r} "
+                                   f"(THRIFT_OS_USER): {created.stderr.strip()}") from None
+        return name
 
     def stop(self) -> None:
         self.process.stop()

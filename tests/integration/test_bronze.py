@@ -245,7 +245,7 @@ def test_offsets_kafka_no_longer_holds_stop_the_job_with_a_clear_error(services,
 
     def send(first: int, count: int) -> None:
         for n in range(first, first + count):
-            producer.send(topic, value=json.dumps(dict(event, event_id=f"e{n}")).encode())
+            producer.send(topic, key=b"s", value=json.dumps(dict(event, event_id=f"e{n}")).encode())
         producer.flush()
 
     send(0, 10)

@@ -12,7 +12,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from ingestion.events import encode
-from ingestion.topics import INVENTORY_TOPIC
+from ingestion.topics import INVENTORY_TOPIC, event_key
 from lakehouse import cli, timeline
 from gold.tables import DAILY_SALES
 from lakehouse.incremental import utc_now
@@ -98,7 +98,8 @@ def test_bad_rows_and_events_are_kept_out_with_their_reason_and_promoted_once_fi
                            click(f"odd-{tag}", "page_view", three_hours_ago, 1),
                            click(f"odd-{tag}", "teleport", three_hours_ago, 2)])
     negative_stock = stock_report(f"SKU-NEGATIVE-{tag}", -3, now)
-    producer.send(INVENTORY_TOPIC, key=negative_stock["sku"].encode(), value=encode(negative_stock))
+    producer.send(INVENTORY_TOPIC, key=event_key(INVENTORY_TOPIC, negative_stock),
+                  value=encode(negative_stock))
     producer.flush()
     drain_until_equal(spark, services, db)
     reports = run_tables(spark, services, SILVER_TABLES)
@@ -149,7 +150,7 @@ def test_bad_rows_and_events_are_kept_out_with_their_reason_and_promoted_once_fi
         db.execute("UPDATE retail.customer_master SET email = 'fixed@example.com', "
                    "updated_ts = now() WHERE customer_id = %s", (BAD_EMAIL_CUSTOMER,))
     recount = stock_report(negative_stock["sku"], 7, now + timedelta(seconds=1))
-    producer.send(INVENTORY_TOPIC, key=recount["sku"].encode(), value=encode(recount))
+    producer.send(INVENTORY_TOPIC, key=event_key(INVENTORY_TOPIC, recount), value=encode(recount))
     producer.flush()
     drain_until_equal(spark, services, db)
     run_tables(spark, services, SILVER_TABLES, clock=lambda: utc_now() + AHEAD)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import pwd
 import re
 import subprocess
 import sys
@@ -15,7 +16,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.queries import GOLD_QUERIES
+from infra.native.postgres import NativePostgres
+from infra.native.thrift import NativeThriftServer
 from lakehouse.catalog import derived_tables
+from lakehouse.settings import ENV_FILE
 from serving import fastpath, history, jdbc
 from tests.integration.test_bronze import _cli_env, drain_until_equal, run_workload
 from tests.integration.test_silver_gold import run_all
@@ -206,6 +210,25 @@ REFUSED = {
     "add jar": ("ADD JAR /tmp/anything.jar", READ_ONLY + "AddJarsCommand"),
     "call a procedure": (f"CALL show_commits(table => '{GOLD}')", READ_ONLY),
 }
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="started by anyone but root, the server runs "
+                                             "as whoever started it")
+def test_the_jdbc_server_runs_as_an_account_that_reads_the_warehouse_and_no_secret(lakehouse):
+    """If a statement ever got past the guard, it would act as this account."""
+    account = pwd.getpwnam(lakehouse.thrift_os_user)
+    status = Path(f"/proc/{NativeThriftServer(lakehouse).process.pid}/status").read_text()
+    assert re.search(rf"^Uid:\s+{account.pw_uid}\s", status, re.M) and account.pw_uid != 0
+
+    def may(test: str, path: Path) -> bool:
+        return subprocess.run(["runuser", "-u", account.pw_name, "--", "test", test,
+                               str(path)]).returncode == 0
+
+    gold_table = Path(lakehouse.warehouse) / "gold" / "hudi_daily_sales_gold"
+    assert may("-r", gold_table / ".hoodie" / "hoodie.properties")
+    assert not may("-w", gold_table)
+    for secret in (ENV_FILE.resolve(), NativePostgres(lakehouse).data / "PG_VERSION"):
+        assert secret.exists() and not may("-r", secret), secret
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))

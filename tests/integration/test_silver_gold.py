@@ -17,7 +17,7 @@ from kafka import KafkaProducer
 from gold.tables import DAILY_SALES
 from infra.native.process import BackgroundProcess, group_alive, tail
 from ingestion.events import EventStreams, encode
-from ingestion.topics import CLICKSTREAM_TOPIC
+from ingestion.topics import CLICKSTREAM_TOPIC, event_key
 from lakehouse import domain, verify
 from lakehouse.catalog import derived_tables, exists
 from lakehouse.incremental import Runner, RunReport, utc_now
@@ -77,7 +77,7 @@ def click(session_id: str, event_type: str, ts: datetime, n: int) -> dict:
 
 def send_clicks(producer: KafkaProducer, events: list[dict]) -> None:
     for event in events:
-        producer.send(CLICKSTREAM_TOPIC, key=event["session_id"].encode(), value=encode(event))
+        producer.send(CLICKSTREAM_TOPIC, key=event_key(CLICKSTREAM_TOPIC, event), value=encode(event))
     producer.flush()
 
 

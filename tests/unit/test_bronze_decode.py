@@ -12,6 +12,7 @@ import pytest
 from bronze.decode import IMAGE_FIELDS, classify, split
 from bronze.tables import (CUSTOMER_MASTER, INVENTORY_UPDATES, PRODUCT_CATALOG,
                            SALES_TRANSACTIONS, WEB_CLICKSTREAMS)
+from tests.bad_input import kafka_key
 
 SALE = {"order_id": 7, "line_item_id": 2, "customer_id": 3, "product_id": 4, "quantity": 2,
         "unit_price": "19.99", "discount": "0.10", "channel": "web", "store_id": None,
@@ -48,20 +49,9 @@ def kafka(spark, topic, *values, keys=None):
                                        "offset long, timestamp timestamp")
 
 
-def debezium_key(table, value):
-    """The Kafka key Debezium gives a change: its row's key, from its image (None when the
-    message has no image to take it from)."""
-    try:
-        message = json.loads(value)
-        image = message["before"] if message["op"] == "d" else message["after"]
-        return json.dumps({name: image[name] for name in table.record_key})
-    except (TypeError, ValueError, KeyError):
-        return None
-
-
 def landed(spark, table, *values, keys=None):
-    if keys is None and table.envelope == "debezium":
-        keys = [debezium_key(table, value) for value in values]
+    if keys is None:
+        keys = [kafka_key(table, value) for value in values]
     rows, quarantined = split(classify(kafka(spark, table.topic, *values, keys=keys), table), table)
     return rows.collect(), quarantined.collect()
 
@@ -201,7 +191,7 @@ def test_a_change_beyond_the_sources_wal_position_is_not_believed(spark):
     from bronze.decode import Plausible
 
     values = [envelope("c", after=SALE, lsn=4000), envelope("u", SALE, SALE, lsn=6000)]
-    keys = [debezium_key(SALES_TRANSACTIONS, value) for value in values]
+    keys = [kafka_key(SALES_TRANSACTIONS, value) for value in values]
     raw = kafka(spark, SALES_TRANSACTIONS.topic, *values, keys=keys)
     rows, bad = split(classify(raw, SALES_TRANSACTIONS, Plausible(latest_lsn=5000)), SALES_TRANSACTIONS)
     assert [r._source_lsn for r in rows.collect()] == [4000]
@@ -215,7 +205,7 @@ def test_the_plausible_range_is_a_setting(spark, monkeypatch):
 
     monkeypatch.setenv("BRONZE_EARLIEST_PLAUSIBLE", "2026-06-02")
     plausible = Plausible.of(settings.load())
-    raw = kafka(spark, WEB_CLICKSTREAMS.topic, json.dumps(CLICK))
+    raw = kafka(spark, WEB_CLICKSTREAMS.topic, json.dumps(CLICK), keys=[CLICK["session_id"]])
     (bad,) = split(classify(raw, WEB_CLICKSTREAMS, plausible), WEB_CLICKSTREAMS)[1].collect()
     assert bad.error == "implausible event_ts '2026-06-01T10:00:00.5Z'"
     monkeypatch.setenv("BRONZE_EARLIEST_PLAUSIBLE", "last year")

@@ -81,6 +81,16 @@ def test_the_project_image_runs_the_native_mode_commands_on_the_settings_they_re
         assert set(services[name]["environment"]) <= known, name
 
 
+def test_the_jdbc_server_in_compose_runs_as_the_native_modes_account_and_only_reads():
+    thrift = COMPOSE["services"]["thrift"]
+    from lakehouse.settings import Settings
+
+    assert thrift["user"] == Settings.thrift_os_user
+    assert f"useradd --system --user-group --no-create-home --shell /usr/sbin/nologin " \
+           f"{Settings.thrift_os_user}" in (ROOT / thrift["build"]["dockerfile"]).read_text()
+    assert all(volume.endswith(":ro") for volume in thrift["volumes"])
+
+
 def test_connect_provides_every_variable_the_connector_refers_to():
     referenced = set(re.findall(r"\$\{env:(\w+)\}", str(CONFIG)))
     assert referenced == {"SOURCE_DB_HOST", "SOURCE_DB_PORT", "DEBEZIUM_PASSWORD"}

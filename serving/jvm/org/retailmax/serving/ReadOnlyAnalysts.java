@@ -16,20 +16,18 @@ import scala.collection.JavaConverters;
 import scala.runtime.BoxedUnit;
 
 /**
- * The JDBC server's guard (a spark.sql.extensions entry): once armed, every statement any
- * connection sends is checked after analysis, before it runs, and refused unless it only
+ * The JDBC server's guard (a spark.sql.extensions entry of the server's only): every
+ * statement any connection sends is checked after analysis, before it runs, and refused unless it only
  * reads tables of the catalog. Refused: every command that is not SHOW, DESCRIBE, EXPLAIN,
  * USE or reading a setting (so DDL, INSERT, MERGE, DELETE, CACHE, ADD JAR, LOAD DATA, CALL,
  * and changing a setting); script transforms (SELECT TRANSFORM ... USING, which runs a
  * program); reflect() and java_method(); and, while spark.sql.runSQLOnFiles is on, every
  * statement, because then `text.`file:///...`` reads any file the server can.
  *
- * The server arms it after registering the catalog (serving/jdbc.py), which is DDL of its own;
- * nothing can disarm it.
+ * The server itself runs no statement: the pipeline registers each table in the catalog when
+ * it writes it (lakehouse/catalog.py).
  */
 public final class ReadOnlyAnalysts implements Function1<SparkSessionExtensions, BoxedUnit> {
-    private static volatile boolean armed;
-
     /** What an analyst may run besides queries: reading the catalog and the settings. */
     private static final Set<String> READING_COMMANDS = Set.of(
         "ShowTablesCommand", "ShowTables", "ShowTableExtended", "ShowNamespaces",
@@ -42,16 +40,10 @@ public final class ReadOnlyAnalysts implements Function1<SparkSessionExtensions,
         "DescribeQueryCommand", "ExplainCommand", "SetNamespaceCommand", "SetCatalogCommand",
         "SetCatalogAndNamespace");
 
-    public static void arm() {
-        armed = true;
-    }
-
     @Override
     public BoxedUnit apply(SparkSessionExtensions extensions) {
         extensions.injectCheckRule(session -> plan -> {
-            if (armed) {
-                check(session, plan);
-            }
+            check(session, plan);
             return BoxedUnit.UNIT;
         });
         return BoxedUnit.UNIT;
