@@ -9,6 +9,7 @@ what the server refuses, how it signs in, and its entry point. Started by `make 
 `make up` (infra/native/thrift.py, as an OS account of its own, or the `thrift` service of
 Docker Compose, as `python -m serving.jdbc`).
 """
+
 from __future__ import annotations
 
 import os

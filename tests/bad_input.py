@@ -235,3 +235,41 @@ CASES = [
     Case("a path and an equals sign in a key", I, event(STOCK, sku="../x=1/..", location_id="WH/1"),
          lands={"sku": "../x=1/..", "location_id": "WH/1"}),
 ]
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", "\\n")
+
+
+def _value(value) -> str:
+    return "null" if value is None else repr(value) if isinstance(value, str) else str(value)
+
+
+def markdown() -> str:
+    """docs/bad-input.md: the corpus as a table, what arrives and what Bronze does with it."""
+    topics = {table.name: table.topic for table in (S, C, P, W, I)}
+    lines = [
+        "# Bad input: what Bronze does with each message",
+        "",
+        "Every case of the project's hostile corpus (`tests/bad_input.py`), each sent through",
+        "Kafka to the streaming job by `tests/integration/test_bad_input.py` and through the",
+        "decoder alone by `tests/unit/test_bad_input.py`. A quarantined message is kept whole in",
+        "`<table>_quarantine` with the reason below; the stream goes on, and later changes of",
+        "the same rows land. Generated from the corpus (`python -m tests.bad_input >",
+        "docs/bad-input.md`); a unit test fails when the two differ.",
+        "",
+        "| topic | message | Bronze |",
+        "|---|---|---|",
+    ]
+    for case in CASES:
+        if case.error is not None:
+            fate = f"quarantined: `{_cell(case.error)}`"
+        else:
+            landed = ", ".join(f"{name} = {_value(value)}" for name, value in case.lands.items())
+            fate = f"lands exactly: {_cell(landed) if len(landed) < 120 else 'as sent'}"
+        lines.append(f"| `{topics[case.table.name]}` | {_cell(case.name)} | {fate} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(markdown(), end="")

@@ -4,18 +4,26 @@ exactly its reason, or landed with exactly its values, and nothing else."""
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 
 from bronze.decode import classify, split
 from bronze.tables import BRONZE_TABLES
-from tests.bad_input import CASES
+from tests.bad_input import CASES, markdown
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_corpus_has_sixty_cases_or_more_across_the_five_topics():
     assert len(CASES) >= 60
     assert {case.table.name for case in CASES} == {table.name for table in BRONZE_TABLES}
     assert len({case.name for case in CASES}) == len(CASES)
+
+
+def test_the_bad_input_page_is_the_corpus():
+    assert (ROOT / "docs" / "bad-input.md").read_text() == markdown(), \
+        "docs/bad-input.md is out of date: python -m tests.bad_input > docs/bad-input.md"
 
 
 @pytest.fixture(scope="module")
