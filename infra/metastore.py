@@ -66,24 +66,6 @@ def ensure(settings: Settings) -> bool:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_BOOTSTRAP_LOCK,))
 
 
-def require(settings: Settings) -> None:
-    """Fails, saying what to run, unless the metastore's database answers its own role: what
-    a Spark process checks before it starts (creating it needs the Postgres owner)."""
-    try:
-        with database.connect(settings, dbname=settings.metastore_database, user=METASTORE_ROLE,
-                              password=settings.metastore_password) as conn:
-            ready = conn.execute("SELECT to_regclass('public.\"DBS\"')").fetchone()[0]
-    except psycopg.OperationalError as error:
-        reason = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
-        raise ServiceError(
-            f"The shared catalog (Hive metastore), database {settings.metastore_database} in "
-            f"Postgres at {settings.pg_host}:{settings.pg_port}, cannot be reached ({reason}): "
-            f"start the services (`make services`), which create it.") from None
-    if not ready:
-        raise ServiceError(f"The shared catalog's database {settings.metastore_database} has no "
-                           f"tables yet: start the services (`make services`), which create them.")
-
-
 def _create_tables(settings: Settings) -> None:
     driver = metastore_driver_jar(settings.state_dir)
     with tempfile.TemporaryDirectory() as work:

@@ -4,7 +4,7 @@ Spark line: Hudi 1.2.0 publishes its Spark bundle for Spark 3.5 (Scala 2.12) onl
 pinned Great Expectations supports PySpark below 4.2, so PySpark is pinned to 3.5.7 in
 pyproject.toml: the newest 3.5 release whose Kafka connector is published. The Hudi bundle
 and the Kafka connector come through `spark.jars.packages`; their versions follow the
-pinned Hudi version (infra/versions.env) and the installed PySpark. Ivy resolves them as
+pinned Hudi version (infra/versions.env) and the installed PySpark (lakehouse/artifacts.py). Ivy resolves them as
 infra/spark/ivysettings.xml says (why not through ~/.m2 is written there); `make install`
 starts one session so that the download happens then, and later sessions start from the
 cache. Every session uses the shared Hive metastore in Postgres, whose database and tables
@@ -18,32 +18,28 @@ import sys
 import time
 from pathlib import Path
 
-import pyspark
+import psycopg
 from pyspark.sql import SparkSession
 
+from lakehouse import artifacts
 from lakehouse.jvm import project_jar
-from lakehouse.settings import METASTORE_ROLE, Settings, read_versions
+from lakehouse.settings import METASTORE_ROLE, ConfigurationError, Settings
 
 IVY_SETTINGS = Path(__file__).resolve().parent.parent / "infra" / "spark" / "ivysettings.xml"
 
 LOOPBACK = "127.0.0.1"
-SCALA_BINARY = "2.12"
-SPARK_LINE = ".".join(pyspark.__version__.split(".")[:2])
 
 
-def hudi_bundle() -> str:
-    return f"org.apache.hudi:hudi-spark{SPARK_LINE}-bundle_{SCALA_BINARY}:{read_versions()['HUDI_VERSION']}"
+class CatalogUnavailable(RuntimeError):
+    """The shared catalog's database does not answer; the message says what to start."""
 
 
 def spark_packages(settings: Settings | None = None) -> list[str]:
     """The jars every session loads, and for an s3a:// warehouse Hadoop's S3 connector, of
     the Hadoop release PySpark's client jars come from."""
-    packages = [
-        hudi_bundle(),
-        f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{pyspark.__version__}",
-    ]
+    packages = [artifacts.hudi_bundle(), artifacts.kafka_connector()]
     if settings and settings.warehouse.startswith("s3a://"):
-        packages.append(f"org.apache.hadoop:hadoop-aws:{read_versions()['HADOOP_VERSION']}")
+        packages.append(artifacts.hadoop_aws())
     return packages
 
 
@@ -124,12 +120,10 @@ def catalog_config(settings: Settings) -> dict[str, str]:
     if not settings.metastore_database:
         return {"spark.sql.catalogImplementation": "in-memory",
                 "spark.sql.warehouse.dir": str(settings.state_dir / "spark-warehouse")}
-    from infra.native.jars import metastore_driver_jar
-
     return {
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": settings.warehouse,
-        "spark.driver.extraClassPath": str(metastore_driver_jar(settings.state_dir)),
+        "spark.driver.extraClassPath": str(installed_jar(artifacts.pgjdbc(), settings)),
         "spark.hadoop.javax.jdo.option.ConnectionURL": settings.metastore_jdbc_url,
         "spark.hadoop.javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
         "spark.hadoop.javax.jdo.option.ConnectionUserName": METASTORE_ROLE,
@@ -150,6 +144,36 @@ LOCAL_DRIVER = {"spark.master": "local[*]", "spark.driver.bindAddress": LOOPBACK
                 "spark.driver.host": LOOPBACK}
 
 
+def installed_jar(coordinates: str, settings: Settings) -> Path:
+    """A jar `make install` put under the state directory (infra/native/jars.py)."""
+    jar = artifacts.jar_file(coordinates, settings.state_dir)
+    if not jar.exists():
+        raise ConfigurationError(f"{coordinates} is not installed ({jar} is missing): run "
+                                 f"`make install`")
+    return jar
+
+
+def require_catalog(settings: Settings) -> None:
+    """Fails, saying what to run, unless the shared catalog's database answers its own role.
+    The setup (`make services`, infra/metastore.py) makes it, as the Postgres owner; a Spark
+    process only checks, so that a missing catalog is named before Hive's client fails."""
+    try:
+        with psycopg.connect(host=settings.pg_host, port=settings.pg_port,
+                             dbname=settings.metastore_database, user=METASTORE_ROLE,
+                             password=settings.metastore_password, connect_timeout=5) as conn:
+            ready = conn.execute("SELECT to_regclass('public.\"DBS\"')").fetchone()[0]
+    except psycopg.OperationalError as error:
+        reason = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+        raise CatalogUnavailable(
+            f"The shared catalog (Hive metastore), database {settings.metastore_database} in "
+            f"Postgres at {settings.pg_host}:{settings.pg_port}, cannot be reached ({reason}): "
+            f"start the services (`make services`), which create it.") from None
+    if not ready:
+        raise CatalogUnavailable(
+            f"The shared catalog's database {settings.metastore_database} has no tables yet: "
+            f"start the services (`make services`), which create them.")
+
+
 def session(settings: Settings, app_name: str = "retailmax",
             extra_config: dict[str, str] | None = None) -> SparkSession:
     # PySpark turns naive Python datetimes into timestamps (and back, on collect) in the
@@ -163,11 +187,7 @@ def session(settings: Settings, app_name: str = "retailmax",
     # on PATH.
     os.environ["PYSPARK_PYTHON"] = sys.executable
     if settings.metastore_database:
-        from infra import metastore
-
-        # Made by the setup (`make services`), which holds the Postgres owner's password;
-        # a session only checks, as the metastore's role, so that a missing catalog is named.
-        metastore.require(settings)
+        require_catalog(settings)
     builder = SparkSession.builder.appName(app_name)
     # Under spark-submit the master comes from the submitter; SPARK_MASTER overrides it.
     master = os.environ.get("SPARK_MASTER")

@@ -18,8 +18,7 @@ from pathlib import Path
 
 import pyspark
 
-from infra.native.jars import hudi_bundle_jar, metastore_driver_jar
-from lakehouse import spark
+from lakehouse import artifacts, spark
 from lakehouse.jvm import project_jar
 from lakehouse.settings import Settings, load
 
@@ -90,7 +89,8 @@ def server_config(settings: Settings) -> dict[str, str]:
     its port, the analyst sign-in, the read-only guard after Hudi's extension, its jars and
     scratch space in places its OS account can use."""
     base = spark.session_config(settings)
-    hudi, project = hudi_bundle_jar(settings.state_dir), project_jar(settings.state_dir)
+    hudi = spark.installed_jar(artifacts.hudi_bundle(), settings)
+    project = project_jar(settings.state_dir)
     scratch = scratch_dir(settings)
     return base | spark.LOCAL_DRIVER | {
         "spark.app.name": "jdbc-server",
@@ -102,7 +102,7 @@ def server_config(settings: Settings) -> dict[str, str]:
         "spark.jars.packages": "",
         "spark.jars": f"{hudi},{project}",
         "spark.driver.extraClassPath": ":".join(
-            map(str, [metastore_driver_jar(settings.state_dir), hudi, project])),
+            map(str, [spark.installed_jar(artifacts.pgjdbc(), settings), hudi, project])),
         # Hive's sign-in and sessions read a HiveConf of their own, which sees Java's system
         # properties but not Spark's configuration.
         "spark.driver.extraJavaOptions": " ".join(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infra.native.process import ServiceError
+from lakehouse import artifacts
 from lakehouse.settings import read_versions
 
 MANIFESTS = Path(__file__).resolve().parent
@@ -73,21 +74,18 @@ def metastore_driver_jar(state_dir: Path) -> Path:
     """The pgjdbc jar. Spark needs it on the driver's class path, not in spark.jars.packages:
     the Hive client's connection pool finds drivers through java.sql.DriverManager, which
     ignores the class loader those packages are added to."""
-    return _copy(f"org.postgresql:postgresql:{read_versions()['PGJDBC_VERSION']}", state_dir)
+    return _copy(artifacts.pgjdbc(), state_dir)
 
 
 def hudi_bundle_jar(state_dir: Path) -> Path:
     """The Hudi bundle, for the JDBC server's class path: the server's connection threads
     use Hive's class loader, which cannot see the jars of spark.jars.packages."""
-    from lakehouse.spark import hudi_bundle
-
-    return _copy(hudi_bundle(), state_dir)
+    return _copy(artifacts.hudi_bundle(), state_dir)
 
 
 def _copy(coordinates: str, state_dir: Path) -> Path:
     """One artifact (group:artifact:version), without its dependencies, under .lake/jars/."""
-    _, artifact, version = coordinates.split(":")
-    jar = state_dir / "jars" / f"{artifact}-{version}" / f"{artifact}-{version}.jar"
+    jar = artifacts.jar_file(coordinates, state_dir)
     if jar.exists():
         return jar
     _require_maven()

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from lakehouse import settings
@@ -102,6 +104,8 @@ def test_no_secret_is_in_a_sessions_settings(clean_env, monkeypatch):
 
     for name in settings.SECRET_VARIABLES:
         monkeypatch.setenv(name, f"secret-{name}")
+    # The jars `make install` put in the project's state directory.
+    monkeypatch.setenv("LAKEHOUSE_STATE_DIR", str(Path(__file__).resolve().parents[2] / ".lake"))
     config = session_config(settings.load())
     assert config["spark.hadoop.javax.jdo.option.ConnectionPassword"] == "${env.METASTORE_PASSWORD}"
     assert not [key for key, value in config.items() if "secret-" in value]
