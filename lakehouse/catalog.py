@@ -2,8 +2,9 @@
 
 The catalog is one Hive metastore shared by every process (infra/metastore.py). Its entries
 are derived from the declarations, never written by hand: a writer registers a table right
-after the commit that created it, and each session registers any declared table that exists
-but is missing, so the JDBC server and notebooks see a new table without a restart.
+after the commit that created it, and each pipeline or notebook session registers any declared
+table that exists but is missing, so the JDBC server and notebooks see a new table without a
+restart.
 """
 
 from __future__ import annotations

@@ -61,11 +61,19 @@ def serve(settings: Settings, role: str) -> None:
     os.execve(arguments[0], arguments, environment(settings))
 
 
+# The webserver answers before it has loaded the asset graph (its code location), and
+# serves an empty graph meanwhile: it is up when the location has loaded.
+_LOCATIONS = "{ workspaceOrError { ... on Workspace { locationEntries { loadStatus } } } }"
+
+
 def answers(settings: Settings) -> bool:
     try:
-        return requests.get(f"http://localhost:{settings.scheduler_port}/server_info", timeout=2).ok
-    except requests.RequestException:
+        reply = requests.post(f"http://localhost:{settings.scheduler_port}/graphql", timeout=5,
+                              json={"query": _LOCATIONS})
+        entries = reply.json()["data"]["workspaceOrError"]["locationEntries"]
+    except (requests.RequestException, ValueError, KeyError, TypeError):
         return False
+    return bool(entries) and all(entry["loadStatus"] == "LOADED" for entry in entries)
 
 
 def start(settings: Settings, report=print, timeout: float = 120) -> None:

@@ -12,13 +12,10 @@ from ingestion import database
 
 
 def pytest_collection_modifyitems(items):
-    """Marks every test under this folder, so `pytest -m "not integration"` leaves them out,
-    and runs the tests that grow the source by tens of thousands of rows last: every later
-    drain, pass and full rebuild of the session would read those rows too."""
+    """Marks every test under this folder, so `pytest -m "not integration"` leaves them out."""
     for item in items:
         if "integration" in item.nodeid.split("/"):
             item.add_marker(pytest.mark.integration)
-    items.sort(key=lambda item: item.get_closest_marker("grows_the_source") is not None)
 
 
 @pytest.fixture

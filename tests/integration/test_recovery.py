@@ -75,7 +75,6 @@ ATTEMPTS_TO_STOP_MID_LOAD = 2
 # A kill leaves Connect's last stored offset as the resume point, a graceful stop stores one
 # on its way out: the kill is the harder case, the stop runs with the long tests (each load
 # adds 120,000 changes that every later drain and pass takes).
-@pytest.mark.grows_the_source
 @pytest.mark.parametrize("crash", [pytest.param(False, id="sigterm", marks=pytest.mark.long),
                                    pytest.param(True, id="sigkill")])
 @pytest.mark.parametrize("load", [_copy_lines, _insert_select_lines], ids=["copy", "insert_select"])
