@@ -1,9 +1,9 @@
 """Producers of the application event streams: `web_clickstreams` and `inventory_updates`.
 
 Events are JSON, keyed so that related events share a partition and keep their order:
-clickstreams by `session_id`, inventory by `sku|location_id` (ingestion/topics.py). A share of malformed events
-(not JSON, a missing key field, a wrong type) can be mixed in so that Bronze can prove it
-quarantines them.
+clickstreams by `session_id`, inventory by `sku|location_id` (ingestion/topics.py). A share
+of malformed events (not JSON, a missing key field, a wrong type) can be mixed in so that
+Bronze can prove it quarantines them.
 """
 
 from __future__ import annotations

@@ -4,11 +4,11 @@ Spark line: Hudi 1.2.0 publishes its Spark bundle for Spark 3.5 (Scala 2.12) onl
 pinned Great Expectations supports PySpark below 4.2, so PySpark is pinned to 3.5.7 in
 pyproject.toml: the newest 3.5 release whose Kafka connector is published. The Hudi bundle
 and the Kafka connector come through `spark.jars.packages`; their versions follow the
-pinned Hudi version (infra/versions.env) and the installed PySpark (lakehouse/artifacts.py). Ivy resolves them as
-infra/spark/ivysettings.xml says (why not through ~/.m2 is written there); `make install`
-starts one session so that the download happens then, and later sessions start from the
-cache. Every session uses the shared Hive metastore in Postgres, whose database and tables
-`make services` creates (infra/metastore.py).
+pinned Hudi version (infra/versions.env) and the installed PySpark (lakehouse/artifacts.py).
+Ivy resolves them as infra/spark/ivysettings.xml says (why not through ~/.m2 is written
+there); `make install` starts one session so that the download happens then, and later
+sessions start from the cache. Every session uses the shared Hive metastore in Postgres,
+whose database and tables `make services` creates (infra/metastore.py).
 """
 
 from __future__ import annotations

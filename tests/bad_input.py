@@ -17,6 +17,7 @@ from decimal import Decimal
 
 from bronze.tables import (CUSTOMER_MASTER, INVENTORY_UPDATES, PRODUCT_CATALOG,
                            SALES_TRANSACTIONS, WEB_CLICKSTREAMS, BronzeTable)
+from ingestion.topics import event_key
 
 # Keys far above what the seed and the workload use, so a case that lands is no one's row.
 SALE = {"order_id": 9_900_001, "line_item_id": 1, "customer_id": 3, "product_id": 4,
@@ -48,7 +49,7 @@ def kafka_key(table: BronzeTable, value: str | bytes | None) -> bytes | None:
         if table.envelope == "debezium":
             image = message["before"] if message["op"] == "d" else message["after"]
             return json.dumps({name: image[name] for name in table.record_key}).encode()
-        return "|".join(str(message[name]) for name in table.kafka_key).encode()
+        return event_key(table.topic, message)
     except (TypeError, ValueError, KeyError, RecursionError):
         return None
 
