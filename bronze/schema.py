@@ -1,5 +1,5 @@
-"""Schema changes at a CDC table's source, and what Bronze does with each (README, "Schema
-changes at the source").
+"""Schema changes at a CDC table's source, and what Bronze does with each (docs/operations.md,
+"Schema changes at the source").
 
 Debezium's JSON carries values without types (`value.converter.schemas.enable=false`), so the
 source's own catalog says what a column is. Before each batch of a CDC table, Bronze reads the
@@ -125,8 +125,9 @@ def reconcile(table: BronzeTable, carried: dict[str, str],
             f"table's `columns` in bronze/tables.py (drop a dropped column, declare a retyped "
             f"one with its new type) and every transform that reads them, then start again. "
             f"Hudi changes a column's type in place only to a wider one (int to bigint, float to "
-            f"double, any to string); for other changes rebuild the table (README, \"Schema "
-            f"changes at the source\"). To undo the change instead, revert it at the source.")
+            f"double, any to string); for other changes rebuild the table as docs/operations.md "
+            f"says (\"Schema changes at the source\"). To undo the change instead, revert it at "
+            f"the source.")
     added = {name: column.spark_type for name, column in source.items()
              if name not in table.columns and name not in carried}
     return {**carried, **added}

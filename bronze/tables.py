@@ -4,11 +4,11 @@ Every Bronze table is MERGE_ON_READ with Hudi's CDC log on, lands one Kafka topi
 quarantine table `<name>_quarantine` beside it for the messages it could not decode. Columns
 are the source's, in Spark SQL types; lineage columns (`_op`, `_source_lsn`, `_kafka_*` ...)
 are added by the decoder. CDC tables order by the Debezium source position (LSN), so the
-newest change of a key wins whatever order it arrives in (DESIGN.md §5): two changes of one
-row are two WAL records and never share an LSN (rows of one multi-row COPY do, but they are
-different keys). Event tables order by their own timestamp. One ordering field each: Hudi
-1.2 accepts several, but its catalog cannot register such a table (it looks the joined
-list up as one column name).
+newest change of a key wins whatever order it arrives in (docs/architecture.md, "Bronze"):
+two changes of one row are two WAL records and never share an LSN (rows of one multi-row COPY
+do, but they are different keys). Event tables order by their own timestamp. One ordering
+field each: Hudi 1.2 accepts several, but its catalog cannot register such a table (it looks
+the joined list up as one column name).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from lakehouse import settings as lakehouse_settings
 from lakehouse.demo import worker
 
 # Measured on the reference machine (2 cores) from a clean `make up` (10,000 seeded lines):
-# Gold's first commit came 3 min 17 s after the command started (README, "The dashboard").
+# Gold's first commit came 3 min 17 s after the command started (docs/analysts.md, "The dashboard").
 FIRST_GOLD_COMMIT_USUALLY = "about 3 minutes after `make up` started"
 
 

@@ -1,4 +1,4 @@
--- The operational RetailMax schema (DESIGN.md section 4). Safe to run again.
+-- The operational RetailMax schema (docs/architecture.md, "The source half"). Safe to run again.
 --
 -- The constraints hold what the operational system itself guarantees: keys, required
 -- columns, unique SKUs. Business rules (quantity > 0, known products, valid e-mails,

@@ -1,4 +1,4 @@
-"""The one runner behind every Silver and Gold table (DESIGN.md §6).
+"""The one runner behind every Silver and Gold table (docs/architecture.md, "Incremental model").
 
 A run of one derived table:
 1. reads each input's changes since the completion time it last consumed, with

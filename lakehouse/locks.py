@@ -1,4 +1,5 @@
-"""One writer per table at a time (DESIGN.md §3): a second writer refuses, naming the first."""
+"""One writer per table at a time (docs/architecture.md, "One writer at a time"): a second
+writer refuses, naming the first."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ class Partitioning:
 
     The granularity is measured, not copied from the book's table 10-2: a partition costs a
     directory listing and at least one file per version, so it pays only once it holds
-    enough data to fill a file (README, "Table layout")."""
+    enough data to fill a file (docs/architecture.md, "Table layout")."""
 
     column: str
     by: str = "value"
@@ -111,8 +111,8 @@ class Table:
     # latest write is the truth even when a value (say, a group's newest timestamp) shrinks.
     merge_mode: str = "EVENT_TIME_ORDERING"
     # File groups per partition of the bucket index: a table's rows are hashed by key into
-    # this many files of each partition, fixed when the table is created (README, "Adding a
-    # Bronze table", says how to size it).
+    # this many files of each partition, fixed when the table is created (docs/tutorials/
+    # add-a-bronze-table.md, "Choose the layout", says how to size it).
     buckets: int = 1
 
     def __post_init__(self):

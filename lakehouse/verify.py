@@ -1,4 +1,5 @@
-"""Does the lakehouse hold exactly what its sources hold? (DESIGN.md §7, invariants 1 and 4)
+"""Does the lakehouse hold exactly what its sources hold? (docs/architecture.md, "What the
+lakehouse promises": convergence, and nothing vanishes)
 
 - A Bronze CDC table equals its Postgres table, row for row and value for value.
 - A Bronze event table holds every valid message of its topic once per key, and its

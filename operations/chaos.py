@@ -1,5 +1,5 @@
 """The fault matrix: kill -9 every moving part under a live workload, then prove that nothing
-was lost or duplicated (DESIGN.md §7, invariant 3).
+was lost or duplicated (docs/architecture.md, "What the lakehouse promises": exactly once).
 
 While the simulator writes to Postgres and sends events, the continuous Bronze streams land
 them and Silver and Gold runs follow one another, each round waits a random while, kills one

@@ -28,7 +28,7 @@ SERVER_OPTIONS = {
     "max_replication_slots": "10",
     # The slot holds the WAL while Debezium is away; past this much, PostgreSQL invalidates
     # the slot rather than fill the disk, and the connector must snapshot again. About five
-    # days at the demo's load of 33 MiB of WAL an hour (README, "Durability").
+    # days at the demo's load of 33 MiB of WAL an hour (docs/architecture.md, "Durability").
     "max_slot_wal_keep_size": "4GB",
     "listen_addresses": "localhost",
     # Sized for a 2-core, 24 GiB host that also runs Kafka, Connect and Spark.

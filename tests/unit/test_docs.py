@@ -1,0 +1,95 @@
+"""The README stays a front door, its links land, the docs speak for themselves, and the
+reference pages can be generated from the code.
+
+`make docs-build` (CI) checks every link inside the site with `mkdocs build --strict`; these
+checks are the ones it cannot make, and they run in a second with `make test-unit`."""
+
+from __future__ import annotations
+
+import re
+import runpy
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+# A relative Markdown link or image: ](target) or ](target "title").
+LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)\s]*)?(?:\s+\"[^\"]*\")?\)")
+# Spelled in two halves so that this file does not name what it looks for.
+OUTSIDE_REFERENCES = ("DESIGN" + ".md", "../" + "shared")
+CHECKED_SUFFIXES = (".py", ".md", ".sql", ".ipynb", ".toml", ".yml", ".yaml", ".properties")
+
+
+def _project_files() -> list[Path]:
+    """Tracked files, and new ones git does not ignore, outside the virtualenv."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+            capture_output=True, text=True, check=True).stdout.splitlines()
+    except (OSError, subprocess.CalledProcessError):
+        listed = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file()]
+    return [ROOT / name for name in listed
+            if not name.startswith((".venv/", ".git/", ".lake/", "site/"))
+            and (name.endswith(CHECKED_SUFFIXES) or Path(name).name == "Makefile")
+            and (ROOT / name).is_file()]
+
+
+def test_the_readme_is_a_front_door_of_at_most_250_lines():
+    lines = README.read_text().splitlines()
+    assert len(lines) <= 250, (f"README.md has {len(lines)} lines: move the detail to a page "
+                               f"under docs/ and link it")
+
+
+def test_every_relative_link_of_the_readme_resolves():
+    targets = [t for t in LINK.findall(README.read_text()) if "://" not in t]
+    assert any(t.startswith("docs/") for t in targets), "the README links no docs page"
+    missing = [t for t in targets if not (ROOT / t).exists()]
+    assert not missing, f"README.md links files that do not exist: {missing}"
+
+
+def test_no_file_points_outside_the_repository():
+    found = [f"{path.relative_to(ROOT)}: {needle}" for path in _project_files()
+             for needle in OUTSIDE_REFERENCES if needle in path.read_text(errors="replace")]
+    assert not found, ("these name a blueprint people who clone the project do not have; "
+                       f"say it in our own words in docs/ instead: {found}")
+
+
+@pytest.fixture(scope="module")
+def reference():
+    """The generated pages, as `mkdocs build` makes them (no JVM, no services)."""
+    generator = runpy.run_path(str(ROOT / "docs" / "gen_reference.py"), run_name="gen_reference")
+    return generator["pages"]()
+
+
+def test_the_reference_pages_cover_every_table_command_and_setting(reference):
+    from bronze.tables import BRONZE_TABLES
+    from lakehouse import cli, settings
+    from lakehouse.catalog import derived_tables
+
+    tables = reference["reference/tables.md"]
+    for table in [*BRONZE_TABLES, *derived_tables()]:
+        assert f"### {table.name} {{ #{table.name} }}" in tables
+    commands = reference["reference/commands.md"]
+    subcommands = next(a for a in cli.parser()._actions if a.dest == "command").choices
+    for name in subcommands:
+        assert f"## lakehouse {name} {{ #{name} }}" in commands
+        assert f"usage: lakehouse {name}" in commands
+    page = reference["reference/settings.md"]
+    for variable in [*settings.load().environment(), *settings.SECRET_VARIABLES]:
+        assert f"| `{variable}` |" in page, variable
+
+
+def test_the_settings_page_shows_the_defaults_not_this_shell(reference, monkeypatch):
+    monkeypatch.setenv("DASHBOARD_PORT", "1234")
+    generator = runpy.run_path(str(ROOT / "docs" / "gen_reference.py"), run_name="gen_reference")
+    page = generator["pages"]()["reference/settings.md"]
+    assert "| `DASHBOARD_PORT` | `8501` |" in page
+    assert page == reference["reference/settings.md"]
+
+
+def test_every_docs_page_is_in_the_site_navigation():
+    nav = (ROOT / "mkdocs.yml").read_text()
+    pages = [p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")]
+    assert pages and not [p for p in pages if f": {p}" not in nav]
