@@ -8,8 +8,9 @@ writes three pages that exist only in the built site, never in git:
   options it is written with, and lineage diagrams;
 - reference/commands.md: the make targets as `make help` lists them, and the `--help` of
   `lakehouse` and of every subcommand, from the parser lakehouse/cli.py builds;
-- reference/settings.md: every setting lakehouse/settings.py reads, its environment variable
-  and default, found by reading `load()` and by calling it in an empty environment.
+- reference/settings.md: every setting from its one declaration in lakehouse/settings.py
+  (variable, default, what it accepts, what it is for), the secrets, and the variables read
+  elsewhere.
 
 A page typed by hand drifts the day a declaration changes; these cannot. Importing the
 declarations imports PySpark but starts no JVM, so the build needs no services. The site also
@@ -350,27 +351,10 @@ def _commands_page(root, commands, summaries) -> str:
 # ---------------------------------------------------------------------------------------------
 # Settings
 
-# What each validating helper of lakehouse/settings.py accepts; a helper missing here is shown
-# by its name, so a new one still appears.
-CHECKS = {"_port": "a TCP port, 1-65535", "_positive": "a whole number, at least 1",
-          "_count": "a whole number, 0 or more", "_cron": "a cron expression of five fields",
-          "_date": "a date, YYYY-MM-DD", "_unprivileged_user": "an OS account other than root",
-          "_host_port": "host:port"}
-
-
-def _comments_above(source_lines: list[str], lineno: int) -> str:
-    """The `#` comment lines right above line `lineno` (1-based), joined."""
-    found = []
-    index = lineno - 2
-    while index >= 0 and source_lines[index].strip().startswith("#"):
-        found.insert(0, source_lines[index].strip().lstrip("#").strip())
-        index -= 1
-    return " ".join(found)
-
 
 def _variable_calls(node: ast.AST) -> Iterator[tuple[str, ast.Call]]:
-    """(variable, the call reading it) for every `os.environ.get("X", ...)` or `_check("X",
-    ...)` in `node`."""
+    """(variable, the call reading it) for every call in `node` whose first argument names a
+    variable, as `_require("PGPASSWORD")`."""
     for call in ast.walk(node):
         if (isinstance(call, ast.Call) and call.args and isinstance(call.args[0], ast.Constant)
                 and isinstance(call.args[0].value, str)
@@ -378,79 +362,17 @@ def _variable_calls(node: ast.AST) -> Iterator[tuple[str, ast.Call]]:
             yield call.args[0].value, call
 
 
-def _checked_before(load: ast.FunctionDef) -> dict[str, str]:
-    """Variables `load()` checks before it builds the settings: by a helper called on its own
-    (`_host_port("KAFKA_BOOTSTRAP_SERVERS", ...)`), or by an inline test whose error message
-    reads `NAME=... must <rule>`."""
-    found = {}
-    for statement in load.body:
-        if isinstance(statement, ast.Expr):
-            for variable, reader in _variable_calls(statement):
-                helper = ast.unparse(reader.func)
-                found[variable] = CHECKS.get(helper, f"`{helper}`")
-        for node in ast.walk(statement):
-            if (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args
-                    and isinstance(node.exc.args[0], ast.JoinedStr)):
-                parts = node.exc.args[0].values
-                head, tail = parts[0], parts[-1]
-                named = isinstance(head, ast.Constant) and re.fullmatch(r"([A-Z_]+)=", head.value)
-                if named and isinstance(tail, ast.Constant) and " must " in tail.value:
-                    found[named[1]] = tail.value.split(" must ", 1)[1].removeprefix("look like ")
-    return found
-
-
-def _declared_settings() -> list[dict]:
-    """Each setting `load()` reads: its variable, field, check and the comments beside it."""
-    from lakehouse import settings as module
-
-    source = inspect.getsource(module)
-    lines = source.splitlines()
-    tree = ast.parse(source)
-    load = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "load")
-    fields = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Settings")
-    field_comments = {n.target.id: _comments_above(lines, n.lineno) for n in fields.body
-                      if isinstance(n, ast.AnnAssign)}
-    assigned = {t.id: n.value for n in load.body if isinstance(n, ast.Assign)
-                for t in n.targets if isinstance(t, ast.Name)}
-    call = next(n for n in ast.walk(load) if isinstance(n, ast.Call)
-                and getattr(n.func, "id", None) == "Settings")
-    checked_apart = _checked_before(load)
-    found = []
-    for keyword in call.keywords:
-        # The keyword's own expression first, then the local variables it is computed from
-        # (`connect_url=connect_url.rstrip("/")`).
-        value = keyword.value
-        sources = [value] + [assigned[n.id] for n in ast.walk(value)
-                             if isinstance(n, ast.Name) and n.id in assigned]
-        for variable, reader in (hit for source in sources for hit in _variable_calls(source)):
-            helper = ast.unparse(reader.func)
-            if isinstance(value, ast.Compare) and isinstance(value.comparators[0], ast.Tuple):
-                # `os.environ.get(...).lower() in ("1", ...)`: a switch
-                check = "on when one of " + ", ".join(
-                    f"`{c.value}`" for c in value.comparators[0].elts)
-            elif variable in checked_apart:
-                check = checked_apart[variable]
-            else:
-                check = CHECKS.get(helper, "text" if helper == "os.environ.get" else f"`{helper}`")
-            comment = " ".join(filter(None, [field_comments.get(keyword.arg, ""),
-                                             _comments_above(lines, keyword.lineno)]))
-            found.append({"variable": variable, "field": keyword.arg, "check": check,
-                          "comment": comment})
-            break
-    return found
-
-
 @contextlib.contextmanager
 def _empty_environment(variables):
-    """No project variable set and no `.env` in sight: what `load()` then returns is the
-    defaults. Paths come out under a temporary folder, shown relative to the checkout."""
+    """No project variable set and no `.env` in sight (a temporary folder is the working
+    directory): what `load()` then returns is the defaults."""
     saved_environ, saved_cwd = dict(os.environ), Path.cwd()
     with tempfile.TemporaryDirectory() as folder:
         for name in variables:
             os.environ.pop(name, None)
         os.chdir(folder)
         try:
-            yield Path(folder).resolve()
+            yield
         finally:
             os.chdir(saved_cwd)
             os.environ.clear()
@@ -461,10 +383,9 @@ def default_settings():
     """The settings every page is generated with: the defaults, whatever this shell sets."""
     from lakehouse import settings as module
 
-    names = [s["variable"] for s in _declared_settings()] + list(module.SECRET_VARIABLES)
-    with _empty_environment(names) as folder:
-        loaded = module.load()
-    return loaded, folder
+    names = [s.variable for s in module.declared().values()] + list(module.SECRET_VARIABLES)
+    with _empty_environment(names):
+        return module.load()
 
 
 def _mentions(variable: str) -> list[Path]:
@@ -522,28 +443,26 @@ def _secret_readers() -> dict[str, str]:
     return found
 
 
-def settings_page(settings, folder: Path) -> str:
+def settings_page() -> str:
     from lakehouse import settings as module
 
-    values = settings.environment()
-    declared = _declared_settings()
     lines = ["# Settings", "",
-             "Every setting the `lakehouse` commands read, generated from "
-             "`lakehouse/settings.py` at every build of this site: the variable and its check "
-             "come from `load()`, the default from calling `load()` with none of them set and "
-             "no `.env`. Set a variable in the environment or in `.env` (the environment wins). "
-             "A value that fails its check stops every command at start, with exit status 2 "
-             "and a message naming the variable.", "",
-             "| variable | default | must be | what | explained in |", "|---|---|---|---|---|"]
-    for s in declared:
-        default = str(values.get(s["variable"], ""))
-        default = default.replace(str(folder), ".").removeprefix("./")
+             "Every setting the `lakehouse` commands read, generated at every build of this site "
+             "from `lakehouse/settings.py`, where each is declared once: `load()` reads and checks "
+             "its variable by the same declaration. Set a variable in the environment or in "
+             "`.env` (the environment wins). A value that fails its check stops every command at "
+             "start, with exit status 2 and a message naming the variable.", "",
+             "| variable | default | accepts | what | explained in |", "|---|---|---|---|---|"]
+    for declared in module.declared().values():
+        default = module.render(declared.default)
         shown = f"`{default}`" if default else "empty"
-        pages = ", ".join(_page_link(p) for p in _mentions(s["variable"])) or "—"
-        lines.append(f"| `{s['variable']}` | {shown} | {s['check']} | {s['comment'] or '—'} | "
-                     f"{pages} |")
-    lines += ["", "Paths are relative to the checkout; `LAKEHOUSE_WAREHOUSE` may also be an "
-              "`hdfs://` or `s3a://` URI ([Scaling out](../scaling-out.md)).", "",
+        pages = ", ".join(_page_link(p) for p in _mentions(declared.variable)) or "—"
+        lines.append(f"| `{declared.variable}` | {shown} | {declared.kind.accepts} | "
+                     f"{declared.doc} | {pages} |")
+    lines += ["", "A default `${NAME}/...` is derived from the value of the variable `NAME`. A "
+              "relative path is taken from the folder a command starts in, the checkout under "
+              "`make`; `LAKEHOUSE_WAREHOUSE` may also be an `hdfs://` or `s3a://` URI "
+              "([Scaling out](../scaling-out.md)).", "",
               "## Secrets", "",
               "No default: `make env` (`lakehouse env`) writes each with a random value to `.env`, "
               "readable by its owner only, and a command that needs one that is missing stops "
@@ -571,10 +490,9 @@ def settings_page(settings, folder: Path) -> str:
 
 
 def pages() -> dict[str, str]:
-    settings, folder = default_settings()
-    return {"reference/tables.md": tables_page(settings),
+    return {"reference/tables.md": tables_page(default_settings()),
             "reference/commands.md": commands_page(),
-            "reference/settings.md": settings_page(settings, folder)}
+            "reference/settings.md": settings_page()}
 
 
 def _write_with_mkdocs() -> None:

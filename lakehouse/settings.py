@@ -1,23 +1,28 @@
 """Settings from the environment, with defaults for the local demo.
 
+Each setting is declared once, as a field of `Settings`: its variable, its default, what it
+accepts and what it is for. `load()`, `Settings.environment()` and the settings page of the
+documentation (docs/gen_reference.py) are all derived from those declarations.
+
 Secrets are never defaulted: they come from the environment or from the untracked
 `.env` file that `lakehouse env` writes once with random values. A missing secret fails
 at start with a message naming the variable.
 """
 
-# Why one module: each setting is declared, defaulted and validated once, here; it is long
-# because the project has many settings. Issue 31's `duplicates` finding (settings spelled
-# three times) is the change that shortens it.
+# Why one declaration per setting: variables, defaults and checks spelled again in `load()`,
+# `environment()` and the docs drifted apart (issue 31's `duplicates` finding).
 
 from __future__ import annotations
 
 import os
 import re
 import secrets
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from datetime import date
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 ENV_FILE = Path(".env")
 
@@ -102,119 +107,193 @@ def _require(name: str) -> str:
     return value
 
 
-def _port(name: str, default: int) -> int:
-    raw = os.environ.get(name, str(default))
-    if not raw.isdigit() or not 0 < int(raw) < 65536:
-        raise ConfigurationError(f"{name}={raw!r} is not a TCP port number (1-65535)")
-    return int(raw)
+@dataclass(frozen=True)
+class Kind:
+    """What a variable may hold: `accepts` in the docs' words; `complaint` follows `NAME='value'`
+    in the error when `valid` refuses the text, and may quote the setting's `{default}`."""
+
+    accepts: str
+    convert: Callable[[str], Any] = str
+    valid: Callable[[str], bool] = lambda raw: True
+    complaint: str = ""
 
 
-def _positive(name: str, default: int) -> int:
-    raw = os.environ.get(name, str(default))
-    if not raw.isdigit() or int(raw) < 1:
-        raise ConfigurationError(f"{name}={raw!r} must be a whole number of at least 1")
-    return int(raw)
-
-
-def _unprivileged_user(name: str, default: str) -> str:
-    raw = os.environ.get(name, default)
-    if not re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", raw) or raw == "root":
-        raise ConfigurationError(f"{name}={raw!r} must name an OS account other than root "
-                                 f"(lower-case letters, digits, '_' and '-')")
-    return raw
-
-
-def _date(name: str, default: str) -> str:
-    raw = os.environ.get(name, default)
+def _is_date(raw: str) -> bool:
     try:
-        date.fromisoformat(raw)
+        return bool(date.fromisoformat(raw))
     except ValueError:
-        raise ConfigurationError(f"{name}={raw!r} is not a date (YYYY-MM-DD)") from None
-    return raw
+        return False
 
 
-def _count(name: str, default: int) -> int:
-    raw = os.environ.get(name, str(default))
-    if not raw.isdigit():
-        raise ConfigurationError(f"{name}={raw!r} must be a whole number (0 or more)")
-    return int(raw)
+TEXT = Kind("text")
+PATH = Kind("a path", lambda raw: Path(raw).resolve())
+# A local path is made absolute, so that every process finds the same tables whatever folder
+# it starts in.
+LOCATION = Kind("a path, or an `hdfs://` or `s3a://` URI",
+                lambda raw: raw if "://" in raw else str(Path(raw).resolve()))
+SWITCH = Kind("on when one of `1`, `true`, `yes` (any case), else off",
+              lambda raw: raw.lower() in ("1", "true", "yes"))
+PORT = Kind("a TCP port, 1-65535", int, lambda raw: raw.isdigit() and 0 < int(raw) < 65536,
+            "is not a TCP port number (1-65535)")
+POSITIVE = Kind("a whole number, at least 1", int, lambda raw: raw.isdigit() and int(raw) >= 1,
+                "must be a whole number of at least 1")
+COUNT = Kind("a whole number, 0 or more", int, str.isdigit, "must be a whole number (0 or more)")
+DATE = Kind("a date, YYYY-MM-DD", str, _is_date, "is not a date (YYYY-MM-DD)")
+CRON = Kind("a cron expression of five fields", str, lambda raw: len(raw.split()) == 5,
+            "must be a cron expression of five fields (minute hour day month weekday), "
+            "e.g. {default!r}")
+HOST_PORT = Kind("host:port", str, lambda raw: ":" in raw and raw.rpartition(":")[2].isdigit(),
+                 "must look like host:port, e.g. {default}")
+HTTP_URL = Kind("http://host:port", lambda raw: raw.rstrip("/"),
+                lambda raw: raw.startswith("http") and raw.rstrip("/").rsplit(":", 1)[-1].isdigit(),
+                "must look like http://host:port")
+OS_ACCOUNT = Kind("an OS account other than root", str,
+                  lambda raw: raw != "root" and bool(re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", raw)),
+                  "must name an OS account other than root "
+                  "(lower-case letters, digits, '_' and '-')")
 
 
-def _cron(name: str, default: str) -> str:
-    value = os.environ.get(name, default)
-    if len(value.split()) != 5:
-        raise ConfigurationError(f"{name}={value!r} must be a cron expression of five fields "
-                                 f"(minute hour day month weekday), e.g. {default!r}")
-    return value
-
-
-def _host_port(name: str, default: str) -> tuple[str, int]:
-    value = os.environ.get(name, default)
-    host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ConfigurationError(f"{name}={value!r} must look like host:port, e.g. {default}")
-    return host, int(port)
+def render(value: Any) -> str:
+    """A setting's value as its variable spells it."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 @dataclass(frozen=True)
+class Setting:
+    """One setting's declaration. A default may name variables declared before it, as
+    `${LAKEHOUSE_STATE_DIR}/warehouse`: it is then derived from their values."""
+
+    variable: str
+    default: Any
+    kind: Kind
+    doc: str
+
+    def read(self, known: dict[str, str]) -> Any:
+        """The variable's value, checked and converted; without the variable, the default,
+        with the `known` values of the variables it names."""
+        raw = os.environ.get(self.variable)
+        if raw is None:
+            # rstrip: `${LAKEHOUSE_WAREHOUSE}/_checkpoints` of `s3a://lake/` is
+            # `s3a://lake/_checkpoints`.
+            raw = re.sub(r"\$\{(\w+)\}", lambda m: known[m[1]].rstrip("/"), render(self.default))
+        if not self.kind.valid(raw):
+            complaint = self.kind.complaint.format(default=render(self.default))
+            raise ConfigurationError(f"{self.variable}={raw!r} {complaint}")
+        return self.kind.convert(raw)
+
+
+def setting(variable: str, default: Any, kind: Kind, doc: str) -> Any:
+    """A field of `Settings`, read from `variable`. A derived default is no default of
+    `Settings(...)`: the caller says what it derives from."""
+    metadata = {"setting": Setting(variable, default, kind, doc)}
+    if isinstance(default, str) and "${" in default:
+        return field(metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+# Keyword-only, as the fields with a derived default have none among those that do.
+@dataclass(frozen=True, kw_only=True)
 class Settings:
-    state_dir: Path
-    pg_host: str
-    pg_port: int
-    pg_user: str
-    pg_database: str
-    kafka_bootstrap: str
-    connect_url: str
-    warehouse: str
-    checkpoints: str = ""
-    quality_dir: Path = Path(".lake/quality")
-    docs_port: int = 8085
-    dashboard_port: int = 8501
-    metrics_port: int = 9108
-    dashboard_refresh_seconds: int = 10
-    scheduler_port: int = 3000
-    schedule_cron: str = "0 * * * *"
-    maintenance_cron: str = "30 3 * * *"
-    scheduler_retries: int = 3
-    scheduler_retry_delay_seconds: int = 30
-    scheduled_freshness_minutes: int = 120
-    quality_in_memory_rows: int = 100_000
-    shuffle_partitions: int = 4
-    driver_memory: str = "4g"
-    spark_ui: bool = True
-    bronze_trigger_seconds: int = 10
-    bronze_max_offsets_per_batch: int = 200_000
-    # The times a change may carry before Bronze quarantines it (bronze/decode.py Plausible).
-    bronze_earliest_plausible: str = "2000-01-01"
-    bronze_max_ahead_seconds: int = 24 * 3600
-    compact_every_delta_commits: int = 10
-    commits_retained: int = 50
-    # The Postgres database of the shared Hive metastore; "" keeps the catalog in the Spark
-    # process (unit tests without services only).
-    metastore_database: str = "metastore"
-    thrift_port: int = 10000
-    thrift_bind_host: str = "localhost"
-    thrift_memory: str = "2g"
-    # The OS account the JDBC server runs as when root starts the services (created on its
-    # first start): it can read the warehouse and nothing the project keeps secret.
-    thrift_os_user: str = "retailmax-jdbc"
-    # The JDBC server's one account (its password is ANALYST_PASSWORD in .env).
-    analyst_user: str = "analyst"
-    # `make cluster` (infra/native/cluster.py): a Spark standalone master with this many workers,
-    # each offering its cores and memory to one executor per application, and HDFS.
-    spark_master_port: int = 7077
-    spark_workers: int = 2
-    spark_worker_cores: int = 1
-    spark_worker_memory: str = "2g"
-    spark_executor_memory: str = "1536m"
-    # The cores one application may take on a standalone cluster (0: all it can get, Spark's
-    # default). `lakehouse run --continuous` is two applications, so it needs a share each.
-    spark_cores_max: int = 0
-    hdfs_namenode_port: int = 9820
-    # An S3-compatible store other than AWS (MinIO in docker-compose.yml) for an s3a://
-    # warehouse; empty for AWS itself, whose credentials come from its usual chain.
-    s3_endpoint: str = ""
-    s3_access_key: str = "retailmax"
+    # `load()` reads them in this order, so a derived default comes after what it names.
+    state_dir: Path = setting("LAKEHOUSE_STATE_DIR", Path(".lake"), PATH,
+        "What the demo makes and keeps (jars, services' data, logs, by default the warehouse); "
+        "another folder keeps two checkouts' demos apart.")
+    pg_host: str = setting("PGHOST", "localhost", TEXT,
+        "Where Postgres runs, holding the shop's source database and the metastore's.")
+    pg_port: int = setting("PGPORT", 5432, PORT,
+        "Postgres's port; another one when 5432 is taken on this machine.")
+    pg_user: str = setting("PGUSER", "retailmax", TEXT,
+        "The Postgres role that sets up the schema, the other roles and the metastore's database.")
+    pg_database: str = setting("PGDATABASE", "retailmax", TEXT,
+        "The shop's database, whose tables Debezium captures into Kafka.")
+    kafka_bootstrap: str = setting("KAFKA_BOOTSTRAP_SERVERS", "localhost:9092", HOST_PORT,
+        "The Kafka broker Debezium and the simulator write to and Bronze reads.")
+    connect_url: str = setting("CONNECT_URL", "http://localhost:8083", HTTP_URL,
+        "Kafka Connect's REST API, where the Debezium connector is registered.")
+    warehouse: str = setting("LAKEHOUSE_WAREHOUSE", "${LAKEHOUSE_STATE_DIR}/warehouse", LOCATION,
+        "Where the tables live: a local folder, or the HDFS or S3 storage a cluster shares.")
+    checkpoints: str = setting("LAKEHOUSE_CHECKPOINTS", "${LAKEHOUSE_WAREHOUSE}/_checkpoints", TEXT,
+        "Bronze's stream checkpoints, and their copies at savepoints; beside the tables, so a "
+        "cluster shares them.")
+    quality_dir: Path = setting("LAKEHOUSE_QUALITY_DIR", "${LAKEHOUSE_STATE_DIR}/quality", PATH,
+        "The Great Expectations project (suites, stored results) and its Data Docs site.")
+    docs_port: int = setting("QUALITY_DOCS_PORT", 8085, PORT,
+        "The port `lakehouse docs` serves the Data Docs site on.")
+    dashboard_port: int = setting("DASHBOARD_PORT", 8501, PORT,
+        "The port the dashboard serves on.")
+    metrics_port: int = setting("METRICS_PORT", 9108, PORT,
+        "The port of the Prometheus metrics, on /metrics (`lakehouse metrics`).")
+    dashboard_refresh_seconds: int = setting("DASHBOARD_REFRESH_SECONDS", 10, POSITIVE,
+        "How often the dashboard reloads its figures; longer spares a busy machine.")
+    scheduler_port: int = setting("SCHEDULER_PORT", 3000, PORT,
+        "The port of the scheduler's web UI (Dagster, `make scheduler`).")
+    schedule_cron: str = setting("SCHEDULE_CRON", "0 * * * *", CRON,
+        "When the scheduled mode runs every table, in UTC: hourly by default.")
+    maintenance_cron: str = setting("MAINTENANCE_CRON", "30 3 * * *", CRON,
+        "When the scheduled mode runs the table services (`lakehouse maintain`), in UTC.")
+    scheduler_retries: int = setting("SCHEDULER_RETRIES", 3, COUNT,
+        "How often the scheduler retries a run that failed for a passing reason (a service "
+        "restarting, a writer busy).")
+    scheduler_retry_delay_seconds: int = setting("SCHEDULER_RETRY_DELAY_SECONDS", 30, POSITIVE,
+        "How long the scheduler waits before each such retry.")
+    scheduled_freshness_minutes: int = setting("SCHEDULED_FRESHNESS_MINUTES", 120, POSITIVE,
+        "How old a Gold table without a declared `fresh_within` may get in the scheduled mode.")
+    quality_in_memory_rows: int = setting("QUALITY_IN_MEMORY_ROWS", 100_000, POSITIVE,
+        "Batches up to this many rows are validated in memory (GX's pandas engine), larger ones "
+        "by its Spark engine; lower it when the driver is short of memory.")
+    shuffle_partitions: int = setting("SPARK_SHUFFLE_PARTITIONS", 4, POSITIVE,
+        "Spark's shuffle partitions and Hudi's write parallelism: two or three per core.")
+    driver_memory: str = setting("SPARK_DRIVER_MEMORY", "4g", TEXT,
+        "The heap of a command's Spark driver, which in local mode runs the whole job.")
+    spark_ui: bool = setting("SPARK_UI", True, SWITCH,
+        "Whether Spark applications serve their web UI (4040 on); tests turn it off.")
+    bronze_trigger_seconds: int = setting("BRONZE_TRIGGER_SECONDS", 10, POSITIVE,
+        "How often streaming Bronze commits what Kafka brought: shorter is fresher, more commits.")
+    bronze_max_offsets_per_batch: int = setting("BRONZE_MAX_OFFSETS_PER_BATCH", 200_000, POSITIVE,
+        "The most Kafka messages one Bronze batch reads, so a backlog drains in batches that fit.")
+    bronze_earliest_plausible: str = setting("BRONZE_EARLIEST_PLAUSIBLE", "2000-01-01", DATE,
+        "Bronze quarantines a change dated earlier as implausible.")
+    bronze_max_ahead_seconds: int = setting("BRONZE_MAX_AHEAD_SECONDS", 24 * 3600, POSITIVE,
+        "Bronze quarantines a change dated further ahead of now than this; clocks drift a little.")
+    compact_every_delta_commits: int = setting("HUDI_COMPACT_EVERY_DELTA_COMMITS", 10, POSITIVE,
+        "Bronze's merge-on-read tables compact their log files every this many commits: fewer "
+        "makes reads faster, more makes writes faster.")
+    commits_retained: int = setting("HUDI_COMMITS_RETAINED", 50, POSITIVE,
+        "Commits the cleaner keeps per table: how far back time travel and incremental reads go.")
+    metastore_database: str = setting("METASTORE_DATABASE", "metastore", TEXT,
+        "The Postgres database of the shared Hive metastore; empty keeps the catalog in the "
+        "Spark process (unit tests without services only).")
+    thrift_port: int = setting("THRIFT_PORT", 10000, PORT,
+        "The JDBC/ODBC server's port.")
+    thrift_bind_host: str = setting("THRIFT_BIND_HOST", "localhost", TEXT,
+        "Where the JDBC server listens: another address only behind a firewall.")
+    thrift_memory: str = setting("THRIFT_DRIVER_MEMORY", "2g", TEXT,
+        "The JDBC server's heap, where the analysts' queries run.")
+    thrift_os_user: str = setting("THRIFT_OS_USER", "retailmax-jdbc", OS_ACCOUNT,
+        "The OS account the JDBC server runs as when root starts the services (created on its "
+        "first start): it can read the warehouse and nothing the project keeps secret.")
+    analyst_user: str = setting("ANALYST_USER", "analyst", TEXT,
+        "The JDBC server's one account; its password is ANALYST_PASSWORD.")
+    spark_master_port: int = setting("SPARK_MASTER_PORT", 7077, PORT,
+        "The port of the Spark standalone master `make cluster` starts.")
+    spark_workers: int = setting("SPARK_WORKERS", 2, POSITIVE,
+        "The workers `make cluster` starts, each running one executor of each application.")
+    spark_worker_cores: int = setting("SPARK_WORKER_CORES", 1, POSITIVE,
+        "The cores each worker of `make cluster` offers.")
+    spark_worker_memory: str = setting("SPARK_WORKER_MEMORY", "2g", TEXT,
+        "The memory each worker of `make cluster` offers: an executor's heap and overhead.")
+    spark_executor_memory: str = setting("SPARK_EXECUTOR_MEMORY", "1536m", TEXT,
+        "The heap of each executor on a cluster.")
+    spark_cores_max: int = setting("SPARK_CORES_MAX", 0, COUNT,
+        "The cores one application may take on a standalone cluster (0: all it can get); "
+        "`lakehouse run --continuous` is two applications, so it needs a share each.")
+    hdfs_namenode_port: int = setting("HDFS_NAMENODE_PORT", 9820, PORT,
+        "The port of the HDFS namenode `make cluster` starts, for an hdfs:// warehouse.")
+    s3_endpoint: str = setting("S3_ENDPOINT", "", TEXT,
+        "An S3-compatible store other than AWS (MinIO in docker-compose.yml) for an s3a:// "
+        "warehouse; empty for AWS itself, whose credentials come from its usual chain.")
+    s3_access_key: str = setting("S3_ACCESS_KEY", "retailmax", TEXT,
+        "The S3-compatible store's access key, MinIO's root user; the secret: MINIO_ROOT_PASSWORD.")
 
     @property
     def pg_password(self) -> str:
@@ -243,7 +322,7 @@ class Settings:
 
     @property
     def kafka_port(self) -> int:
-        return _host_port("KAFKA_BOOTSTRAP_SERVERS", "localhost:9092")[1]
+        return int(self.kafka_bootstrap.rpartition(":")[2])
 
     @property
     def connect_port(self) -> int:
@@ -252,40 +331,7 @@ class Settings:
     def environment(self) -> dict[str, str]:
         """The variables that give a child process (a `lakehouse` command) these settings;
         `load()` in the child reads them back."""
-        return {
-            "LAKEHOUSE_STATE_DIR": str(self.state_dir), "PGHOST": self.pg_host,
-            "PGPORT": str(self.pg_port), "PGUSER": self.pg_user, "PGDATABASE": self.pg_database,
-            "KAFKA_BOOTSTRAP_SERVERS": self.kafka_bootstrap, "CONNECT_URL": self.connect_url,
-            "LAKEHOUSE_WAREHOUSE": self.warehouse, "LAKEHOUSE_CHECKPOINTS": self.checkpoints,
-            "LAKEHOUSE_QUALITY_DIR": str(self.quality_dir), "QUALITY_DOCS_PORT": str(self.docs_port),
-            "DASHBOARD_PORT": str(self.dashboard_port), "METRICS_PORT": str(self.metrics_port),
-            "DASHBOARD_REFRESH_SECONDS": str(self.dashboard_refresh_seconds),
-            "SCHEDULER_PORT": str(self.scheduler_port), "SCHEDULE_CRON": self.schedule_cron,
-            "MAINTENANCE_CRON": self.maintenance_cron,
-            "SCHEDULER_RETRIES": str(self.scheduler_retries),
-            "SCHEDULER_RETRY_DELAY_SECONDS": str(self.scheduler_retry_delay_seconds),
-            "SCHEDULED_FRESHNESS_MINUTES": str(self.scheduled_freshness_minutes),
-            "QUALITY_IN_MEMORY_ROWS": str(self.quality_in_memory_rows),
-            "SPARK_SHUFFLE_PARTITIONS": str(self.shuffle_partitions),
-            "SPARK_DRIVER_MEMORY": self.driver_memory, "SPARK_UI": str(self.spark_ui).lower(),
-            "BRONZE_TRIGGER_SECONDS": str(self.bronze_trigger_seconds),
-            "BRONZE_MAX_OFFSETS_PER_BATCH": str(self.bronze_max_offsets_per_batch),
-            "BRONZE_EARLIEST_PLAUSIBLE": self.bronze_earliest_plausible,
-            "BRONZE_MAX_AHEAD_SECONDS": str(self.bronze_max_ahead_seconds),
-            "HUDI_COMPACT_EVERY_DELTA_COMMITS": str(self.compact_every_delta_commits),
-            "HUDI_COMMITS_RETAINED": str(self.commits_retained),
-            "METASTORE_DATABASE": self.metastore_database, "THRIFT_PORT": str(self.thrift_port),
-            "THRIFT_BIND_HOST": self.thrift_bind_host, "THRIFT_DRIVER_MEMORY": self.thrift_memory,
-            "THRIFT_OS_USER": self.thrift_os_user,
-            "ANALYST_USER": self.analyst_user,
-            "SPARK_MASTER_PORT": str(self.spark_master_port), "SPARK_WORKERS": str(self.spark_workers),
-            "SPARK_WORKER_CORES": str(self.spark_worker_cores),
-            "SPARK_WORKER_MEMORY": self.spark_worker_memory,
-            "SPARK_EXECUTOR_MEMORY": self.spark_executor_memory,
-            "SPARK_CORES_MAX": str(self.spark_cores_max),
-            "HDFS_NAMENODE_PORT": str(self.hdfs_namenode_port),
-            "S3_ENDPOINT": self.s3_endpoint, "S3_ACCESS_KEY": self.s3_access_key,
-        }
+        return {s.variable: render(getattr(self, name)) for name, s in declared().items()}
 
     def password(self, role: PgRole) -> str:
         return _require(role.password_variable)
@@ -302,65 +348,17 @@ class Settings:
         } | overrides
 
 
+def declared() -> dict[str, Setting]:
+    """Every setting's declaration by field name, in the order `load()` reads them: a derived
+    default after what it derives from."""
+    return {f.name: f.metadata["setting"] for f in fields(Settings)}
+
+
 def load() -> Settings:
     load_env_file()
-    state_dir = Path(os.environ.get("LAKEHOUSE_STATE_DIR", ".lake")).resolve()
-    _host_port("KAFKA_BOOTSTRAP_SERVERS", "localhost:9092")
-    connect_url = os.environ.get("CONNECT_URL", "http://localhost:8083")
-    if not connect_url.startswith("http") or not connect_url.rstrip("/").rsplit(":", 1)[-1].isdigit():
-        raise ConfigurationError(f"CONNECT_URL={connect_url!r} must look like http://host:port")
-    warehouse = os.environ.get("LAKEHOUSE_WAREHOUSE", str(state_dir / "warehouse"))
-    if "://" not in warehouse:
-        warehouse = str(Path(warehouse).resolve())
-    return Settings(
-        state_dir=state_dir,
-        pg_host=os.environ.get("PGHOST", "localhost"),
-        pg_port=_port("PGPORT", 5432),
-        pg_user=os.environ.get("PGUSER", "retailmax"),
-        pg_database=os.environ.get("PGDATABASE", "retailmax"),
-        kafka_bootstrap=os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "localhost:9092"),
-        connect_url=connect_url.rstrip("/"),
-        warehouse=warehouse,
-        # Beside the tables, so a cluster run keeps them on the same shared storage.
-        checkpoints=os.environ.get("LAKEHOUSE_CHECKPOINTS", f"{warehouse.rstrip('/')}/_checkpoints"),
-        # The Great Expectations project (suites, stored results) and its Data Docs site.
-        quality_dir=Path(os.environ.get("LAKEHOUSE_QUALITY_DIR", state_dir / "quality")).resolve(),
-        docs_port=_port("QUALITY_DOCS_PORT", 8085),
-        dashboard_port=_port("DASHBOARD_PORT", 8501),
-        metrics_port=_port("METRICS_PORT", 9108),
-        dashboard_refresh_seconds=_positive("DASHBOARD_REFRESH_SECONDS", 10),
-        scheduler_port=_port("SCHEDULER_PORT", 3000),
-        # When the scheduled mode runs every table (orchestration/): hourly by default.
-        schedule_cron=_cron("SCHEDULE_CRON", "0 * * * *"),
-        maintenance_cron=_cron("MAINTENANCE_CRON", "30 3 * * *"),
-        scheduler_retries=_count("SCHEDULER_RETRIES", 3),
-        scheduler_retry_delay_seconds=_positive("SCHEDULER_RETRY_DELAY_SECONDS", 30),
-        # How old a Gold table without a declared `fresh_within` may get in the scheduled mode.
-        scheduled_freshness_minutes=_positive("SCHEDULED_FRESHNESS_MINUTES", 120),
-        # Batches up to this many rows are validated in memory (GX's pandas engine).
-        quality_in_memory_rows=_positive("QUALITY_IN_MEMORY_ROWS", 100_000),
-        shuffle_partitions=_positive("SPARK_SHUFFLE_PARTITIONS", 4),
-        driver_memory=os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
-        spark_ui=os.environ.get("SPARK_UI", "true").lower() in ("1", "true", "yes"),
-        bronze_trigger_seconds=_positive("BRONZE_TRIGGER_SECONDS", 10),
-        bronze_max_offsets_per_batch=_positive("BRONZE_MAX_OFFSETS_PER_BATCH", 200_000),
-        bronze_earliest_plausible=_date("BRONZE_EARLIEST_PLAUSIBLE", "2000-01-01"),
-        bronze_max_ahead_seconds=_positive("BRONZE_MAX_AHEAD_SECONDS", 24 * 3600),
-        compact_every_delta_commits=_positive("HUDI_COMPACT_EVERY_DELTA_COMMITS", 10),
-        commits_retained=_positive("HUDI_COMMITS_RETAINED", 50),
-        metastore_database=os.environ.get("METASTORE_DATABASE", "metastore"),
-        thrift_port=_port("THRIFT_PORT", 10000),
-        thrift_bind_host=os.environ.get("THRIFT_BIND_HOST", "localhost"),
-        thrift_memory=os.environ.get("THRIFT_DRIVER_MEMORY", "2g"),
-        thrift_os_user=_unprivileged_user("THRIFT_OS_USER", "retailmax-jdbc"),
-        analyst_user=os.environ.get("ANALYST_USER", "analyst"),
-        spark_master_port=_port("SPARK_MASTER_PORT", 7077),
-        spark_workers=_positive("SPARK_WORKERS", 2),
-        spark_worker_cores=_positive("SPARK_WORKER_CORES", 1),
-        spark_worker_memory=os.environ.get("SPARK_WORKER_MEMORY", "2g"),
-        spark_executor_memory=os.environ.get("SPARK_EXECUTOR_MEMORY", "1536m"),
-        spark_cores_max=_count("SPARK_CORES_MAX", 0),
-        hdfs_namenode_port=_port("HDFS_NAMENODE_PORT", 9820),
-        s3_endpoint=os.environ.get("S3_ENDPOINT", ""),
-        s3_access_key=os.environ.get("S3_ACCESS_KEY", "retailmax"),
-    )
+    known: dict[str, str] = {}
+    values = {}
+    for name, declaration in declared().items():
+        values[name] = declaration.read(known)
+        known[declaration.variable] = render(values[name])
+    return Settings(**values)

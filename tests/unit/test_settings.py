@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pytest
@@ -7,8 +8,7 @@ from lakehouse import settings
 
 @pytest.fixture
 def clean_env(monkeypatch, tmp_path):
-    for name in (*settings.SECRET_VARIABLES, "PGPORT",
-                 "KAFKA_BOOTSTRAP_SERVERS", "CONNECT_URL", "METASTORE_DATABASE", "THRIFT_PORT"):
+    for name in (*settings.SECRET_VARIABLES, *(s.variable for s in settings.declared().values())):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
     return tmp_path
@@ -121,3 +121,113 @@ def test_an_applications_share_of_a_clusters_cores_is_set_only_when_asked(clean_
     monkeypatch.setenv("SPARK_CORES_MAX", "1")
     assert session_config(dataclasses.replace(settings.load(), metastore_database=""))[
         "spark.cores.max"] == "1"
+
+
+# A valid value other than the default, for each kind of setting: a kind missing here fails
+# the round trip below, so a new one cannot go untested.
+OTHER_VALUE = {
+    settings.TEXT: lambda default, tmp: f"{default}-other",
+    settings.PATH: lambda default, tmp: tmp / "elsewhere",
+    settings.LOCATION: lambda default, tmp: str(tmp / "elsewhere"),
+    settings.SWITCH: lambda default, tmp: not default,
+    settings.PORT: lambda default, tmp: default + 1,
+    settings.POSITIVE: lambda default, tmp: default + 1,
+    settings.COUNT: lambda default, tmp: default + 1,
+    settings.DATE: lambda default, tmp: "2001-02-03",
+    settings.CRON: lambda default, tmp: "15 4 * * 1",
+    settings.HOST_PORT: lambda default, tmp: "broker:19092",
+    settings.HTTP_URL: lambda default, tmp: "http://connect:18083",
+    settings.OS_ACCOUNT: lambda default, tmp: "someone_else",
+}
+
+
+@pytest.mark.parametrize("field", list(settings.declared()))
+def test_every_setting_round_trips_through_the_environment(clean_env, monkeypatch, field):
+    import dataclasses
+
+    declared = settings.declared()[field]
+    base = settings.load()
+    value = OTHER_VALUE[declared.kind](getattr(base, field), clean_env)
+    custom = dataclasses.replace(base, **{field: value})
+    assert custom != base
+    for name, text in custom.environment().items():
+        monkeypatch.setenv(name, text)
+    assert settings.load() == custom
+
+
+def test_the_defaults_round_trip_and_derive_from_the_state_directory(clean_env, monkeypatch):
+    monkeypatch.setenv("LAKEHOUSE_STATE_DIR", "state")
+    loaded = settings.load()
+    assert loaded.state_dir == clean_env / "state"
+    assert loaded.warehouse == str(clean_env / "state" / "warehouse")
+    assert loaded.checkpoints == str(clean_env / "state" / "warehouse" / "_checkpoints")
+    assert loaded.quality_dir == clean_env / "state" / "quality"
+    assert (loaded.connect_url, loaded.spark_ui, loaded.bronze_max_ahead_seconds) == \
+        ("http://localhost:8083", True, 86400)
+    for name, text in loaded.environment().items():
+        monkeypatch.setenv(name, text)
+    assert settings.load() == loaded
+
+
+def test_a_remote_warehouse_is_kept_as_given_with_its_checkpoints_beside_it(clean_env, monkeypatch):
+    monkeypatch.setenv("LAKEHOUSE_WAREHOUSE", "s3a://retailmax/warehouse/")
+    monkeypatch.setenv("CONNECT_URL", "http://connect:8083/")
+    monkeypatch.setenv("SPARK_UI", "No")
+    loaded = settings.load()
+    assert (loaded.warehouse, loaded.checkpoints) == \
+        ("s3a://retailmax/warehouse/", "s3a://retailmax/warehouse/_checkpoints")
+    assert (loaded.connect_url, loaded.connect_port, loaded.spark_ui) == \
+        ("http://connect:8083", 8083, False)
+
+
+# One bad value of each kind that can refuse one, with the message users see.
+BAD_VALUES = [
+    ("PGPORT", "65536", "PGPORT='65536' is not a TCP port number (1-65535)"),
+    ("SPARK_WORKERS", "0", "SPARK_WORKERS='0' must be a whole number of at least 1"),
+    ("SPARK_CORES_MAX", "-1", "SPARK_CORES_MAX='-1' must be a whole number (0 or more)"),
+    ("BRONZE_EARLIEST_PLAUSIBLE", "2000-13-01",
+     "BRONZE_EARLIEST_PLAUSIBLE='2000-13-01' is not a date (YYYY-MM-DD)"),
+    ("MAINTENANCE_CRON", "daily", "MAINTENANCE_CRON='daily' must be a cron expression of five "
+                                  "fields (minute hour day month weekday), e.g. '30 3 * * *'"),
+    ("KAFKA_BOOTSTRAP_SERVERS", "broker:x",
+     "KAFKA_BOOTSTRAP_SERVERS='broker:x' must look like host:port, e.g. localhost:9092"),
+    ("CONNECT_URL", "ftp://connect", "CONNECT_URL='ftp://connect' must look like http://host:port"),
+    ("THRIFT_OS_USER", "root", "THRIFT_OS_USER='root' must name an OS account other than root "
+                               "(lower-case letters, digits, '_' and '-')"),
+]
+
+
+@pytest.mark.parametrize("name, value, message", BAD_VALUES)
+def test_a_bad_value_of_each_kind_gets_its_message(clean_env, monkeypatch, name, value, message):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(settings.ConfigurationError) as raised:
+        settings.load()
+    assert str(raised.value) == message
+
+
+def test_every_kind_that_can_refuse_a_value_has_its_message_tested():
+    kinds = {s.variable: s.kind for s in settings.declared().values()}
+    refusing = {kind for kind in kinds.values() if kind.complaint}
+    assert {kinds[name] for name, _, _ in BAD_VALUES} == refusing
+
+
+def test_every_setting_is_declared_with_a_variable_a_default_and_a_one_line_doc():
+    import dataclasses
+
+    declared = settings.declared()
+    assert list(declared) == [f.name for f in dataclasses.fields(settings.Settings)]
+    variables = [s.variable for s in declared.values()]
+    assert len(set(variables)) == len(variables)
+    assert not set(variables) & set(settings.SECRET_VARIABLES)
+    for field, s in declared.items():
+        assert re.fullmatch(r"[A-Z][A-Z0-9_]+", s.variable), field
+        assert s.kind.accepts, field
+        assert s.doc.endswith(".") and "\n" not in s.doc and len(s.doc) <= 200, field
+    assert list(settings.load().environment()) == variables
+
+
+def test_settings_are_built_with_keywords_and_keep_their_declared_defaults():
+    built = settings.Settings(state_dir=Path("/s"), warehouse="/s/wh", checkpoints="/s/ck",
+                              quality_dir=Path("/s/q"))
+    assert (built.pg_port, built.spark_ui, built.schedule_cron) == (5432, True, "0 * * * *")
+    assert settings.Settings.thrift_os_user == "retailmax-jdbc"
