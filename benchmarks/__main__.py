@@ -27,9 +27,9 @@ import pyspark
 
 from benchmarks import bronze, commits, derived, freshness, layout, run, scheduler, serving
 from benchmarks.report import header
-from infra import metastore, stack
+from infra import metastore, stack, workers
 from ingestion.seed import SeedSize, seed
-from lakehouse import demo, spark
+from lakehouse import spark
 from lakehouse import settings as settings_module
 from lakehouse.settings import read_versions
 
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     settings = settings_module.load()
-    busy = [name for name in demo.WORKERS if demo.worker(settings, name).running()]
+    busy = [name for name in workers.WORKERS if workers.worker(settings, name).running()]
     if busy:
         print(f"the demo's {', '.join(busy)} workers are running: stop them with `make down` "
               f"first (they compete for the cores and write to the source tables)", file=sys.stderr)

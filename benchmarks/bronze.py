@@ -20,7 +20,6 @@ from __future__ import annotations
 import dataclasses
 import re
 import statistics
-import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,6 +36,7 @@ from ingestion.seed import SeedSize, copy_rows, sales
 from ingestion.simulate import SimulationPlan, simulate
 from ingestion.topics import messages_in
 from lakehouse.settings import Settings
+from pipeline.commands import lakehouse
 
 BENCH_SEED = 99
 COMPLETED_INSTANT = re.compile(r"(\d{17})_(\d{17})\.(deltacommit|commit|replacecommit)")
@@ -172,8 +172,7 @@ def latency(spark: SparkSession, settings: Settings, trigger_seconds: int, durat
     bench_dir = settings.state_dir / "bench"
     job = BackgroundProcess("bronze-continuous", bench_dir / "run", bench_dir / "logs")
     job.log.unlink(missing_ok=True)
-    job.start([sys.executable, "-m", "lakehouse.cli", "bronze", "--continuous",
-               "--trigger-seconds", str(trigger_seconds)],
+    job.start(lakehouse("bronze", "--continuous", "--trigger-seconds", str(trigger_seconds)),
               env=settings.environment())
     try:
         deadline = time.monotonic() + 300

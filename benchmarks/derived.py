@@ -26,9 +26,9 @@ from ingestion import generators
 from ingestion.database import connect
 from ingestion.seed import SeedSize, copy_rows, sales
 from ingestion.topics import messages_in
-from lakehouse.catalog import derived_tables
 from lakehouse.incremental import Runner
 from lakehouse.settings import Settings
+from pipeline.tables import derived_tables
 
 NEXT_STATUS = {"pending": "completed", "completed": "returned", "returned": "completed",
                "cancelled": "pending"}

@@ -22,7 +22,6 @@ The probes are deleted from Postgres at the end.
 from __future__ import annotations
 
 import random
-import sys
 import time
 from datetime import datetime, timedelta, timezone
 
@@ -36,12 +35,13 @@ from bronze.job import BronzeJob
 from bronze.tables import SALES_TRANSACTIONS
 from gold.tables import DAILY_SALES
 from infra.native.process import BackgroundProcess
+from infra.workers import WORKERS
 from ingestion.database import connect
 from ingestion.simulate import SimulationPlan, simulate
-from lakehouse import demo
-from lakehouse.catalog import derived_tables
 from lakehouse.incremental import Runner
 from lakehouse.settings import Settings
+from pipeline.commands import lakehouse
+from pipeline.tables import derived_tables
 from serving import fastpath
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
 
@@ -53,7 +53,7 @@ LAYERS = {"bronze": SALES_TRANSACTIONS, "silver": UNIFIED_CUSTOMER_ORDERS, "gold
 def _workers(settings: Settings) -> dict[str, BackgroundProcess]:
     bench_dir = settings.state_dir / "bench"
     return {name: BackgroundProcess(f"freshness-{name}", bench_dir / "run", bench_dir / "logs")
-            for name in demo.WORKERS if name != "docs"}
+            for name in WORKERS if name != "docs"}
 
 
 def _remove_probes(settings: Settings) -> None:
@@ -139,7 +139,7 @@ def measure(spark: SparkSession, settings: Settings, probes: int, spacing: float
     environment = settings.environment() | {"SPARK_UI": "false"}
     for name, process in workers.items():
         process.log.unlink(missing_ok=True)
-        process.start([sys.executable, "-m", "lakehouse.cli", *demo.WORKERS[name]], env=environment)
+        process.start(lakehouse(*WORKERS[name]), env=environment)
     report(f"freshness: the demo's workers ({', '.join(workers)}) started; waiting for "
            f"their second Gold commit")
     try:
@@ -164,7 +164,7 @@ def measure(spark: SparkSession, settings: Settings, probes: int, spacing: float
     tables = [t for t in BRONZE_TABLES if t.envelope == "debezium"] + [WEB_CLICKSTREAMS]
     bronze_rows = _summary([s for t in tables for s in _samples(spark, settings, t, since)])
     report(f"  every Bronze row changed meanwhile: {bronze_rows}")
-    return {"workers": {name: demo.WORKERS[name] for name in workers}, "probes": probes,
+    return {"workers": {name: WORKERS[name] for name in workers}, "probes": probes,
             "spacing_seconds": spacing, "seconds": round(seconds), "probe_latency": summary,
             "bronze_rows": bronze_rows, "per_probe": latencies}
 

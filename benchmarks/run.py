@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import time
 
 from benchmarks.bronze import BENCH_SEED, BenchmarkError
@@ -23,6 +22,7 @@ from ingestion.database import connect
 from ingestion.simulate import SimulationPlan, simulate
 from ingestion.topics import messages_in, source_topics
 from lakehouse.settings import Settings
+from pipeline.commands import lakehouse
 
 TRANSACTIONS_PER_SECOND = 20
 EVENTS_PER_TRANSACTION = 4  # as in `make up`: 5 transactions and 20 events a second
@@ -34,8 +34,8 @@ DRAINED = re.compile(r"^bronze: drained in ([\d.]+) s")
 
 def _lakehouse_run(settings: Settings) -> dict:
     began = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "lakehouse.cli", "run"], capture_output=True,
-                          text=True, env=os.environ | settings.environment())
+    done = subprocess.run(lakehouse("run"), capture_output=True, text=True,
+                          env=os.environ | settings.environment())
     seconds = time.monotonic() - began
     if done.returncode:
         raise BenchmarkError(f"lakehouse run failed ({done.returncode}): {done.stderr[-2000:]}")

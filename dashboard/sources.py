@@ -26,14 +26,13 @@ from bronze.job import checkpoint_location
 from bronze.tables import BRONZE_TABLES, BronzeTable
 from dashboard.panels import SALES_COLUMNS, TableState
 from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
-from infra import stack
+from infra import stack, workers
 from infra.native.process import port_open
-from lakehouse import demo
-from lakehouse.catalog import derived_tables
 from lakehouse.files import Storage, storage
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Table, quality_results_table
 from lakehouse.timeline import CONSUMED_KEY
+from pipeline.tables import derived_tables
 from serving import fastpath
 from serving.history import completed_instants, history
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
@@ -258,4 +257,4 @@ def services(settings: Settings) -> list[stack.ServiceStatus]:
 
 def pages(settings: Settings) -> list[stack.ServiceStatus]:
     """The other pages users open (Data Docs, Spark UIs, the scheduler), up or not."""
-    return [page for page in demo.pages(settings) if page.name != "dashboard"]
+    return [page for page in workers.pages(settings) if page.name != "dashboard"]

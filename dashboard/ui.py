@@ -10,8 +10,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import sources
+from infra.workers import worker
 from lakehouse import settings as lakehouse_settings
-from lakehouse.demo import worker
 
 # Measured on the reference machine (2 cores) from a clean `make up` (10,000 seeded lines):
 # Gold's first commit came 3 min 17 s after the command started (docs/analysts.md, "The dashboard").

@@ -4,10 +4,10 @@ mkdocs-gen-files runs this script inside `mkdocs build` and `mkdocs serve` (mkdo
 writes three pages that exist only in the built site, never in git:
 
 - reference/tables.md: every table from its declaration (bronze/tables.py, silver/tables.py,
-  gold/tables.py through lakehouse.catalog), with its keys, layout, inputs, rules, the Hudi
+  gold/tables.py through pipeline/tables.py), with its keys, layout, inputs, rules, the Hudi
   options it is written with, and lineage diagrams;
 - reference/commands.md: the make targets as `make help` lists them, and the `--help` of
-  `lakehouse` and of every subcommand, from the parser lakehouse/cli.py builds;
+  `lakehouse` and of every subcommand, from the parser pipeline/cli/ builds;
 - reference/settings.md: every setting from its one declaration in lakehouse/settings.py
   (variable, default, what it accepts, what it is for), the secrets, and the variables read
   elsewhere.
@@ -258,8 +258,8 @@ def _derived_section(table, derived, settings) -> list[str]:
 
 def tables_page(settings) -> str:
     from bronze.tables import BRONZE_TABLES
-    from lakehouse.catalog import continuous_pass, declared_tables, derived_tables
     from lakehouse.tables import LAYERS, DerivedTable
+    from pipeline.tables import continuous_pass, declared_tables, derived_tables
 
     bronze, derived = list(BRONZE_TABLES), derived_tables()
     lines = [
@@ -312,7 +312,7 @@ def make_targets() -> list[tuple[str, str]]:
 def commands_page() -> str:
     import argparse
 
-    from lakehouse import cli
+    from pipeline import cli
 
     root = cli.parser()
     commands = next(a for a in root._actions if isinstance(a, argparse._SubParsersAction))
@@ -331,7 +331,7 @@ def commands_page() -> str:
 def _commands_page(root, commands, summaries) -> str:
     lines = ["# Commands", "",
              "The make targets and the `--help` of `lakehouse` and of each of its commands, "
-             "generated from the Makefile and from the parser in `lakehouse/cli.py` at every "
+             "generated from the Makefile and from the parser in `pipeline/cli/` at every "
              "build of this site. What each exit status means is in "
              "[Operations](../operations.md#exit-statuses).", "",
              "## Make targets", "",
@@ -499,7 +499,7 @@ def _write_with_mkdocs() -> None:
     import mkdocs_gen_files
 
     sources = {"reference/tables.md": "bronze/tables.py",
-               "reference/commands.md": "lakehouse/cli.py",
+               "reference/commands.md": "pipeline/cli/__init__.py",
                "reference/settings.md": "lakehouse/settings.py"}
     for path, text in pages().items():
         with mkdocs_gen_files.open(path, "w") as out:

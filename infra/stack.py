@@ -37,6 +37,9 @@ class ServiceStatus:
     healthy: bool
     detail: str = ""
 
+    def line(self) -> str:
+        return f"{self.name:<9} {'healthy' if self.healthy else 'DOWN':<8} {self.address:<30} {self.detail}"
+
 
 def docker_engine_answers() -> bool:
     if shutil.which("docker") is None:

@@ -7,6 +7,8 @@ a consumer (Bronze, the tests) can subscribe before any change has been made.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import TopicAlreadyExistsError
@@ -52,6 +54,28 @@ def create_source_topics(settings: Settings) -> list[str]:
         return created
     finally:
         admin.close()
+
+
+class NoSuchTopic(LookupError):
+    """The topic does not exist on the broker."""
+
+
+def tail(settings: Settings, topic: str, per_partition: int, timeout: int) -> Iterator[str]:
+    """`lakehouse tail`: the last `per_partition` messages of each of the topic's partitions,
+    then those that arrive until none has for `timeout` s, one line each."""
+    # A local broker answers at once: after 5 s (not the client's 30) it is said to be down.
+    consumer = KafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, enable_auto_commit=False,
+                             consumer_timeout_ms=timeout * 1000, bootstrap_timeout_ms=5_000)
+    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or []]
+    if not partitions:
+        raise NoSuchTopic(f"topic {topic} does not exist")
+    consumer.assign(partitions)
+    for partition, end in consumer.end_offsets(partitions).items():
+        consumer.seek(partition, max(0, end - per_partition))
+    for message in consumer:
+        key = message.key.decode(errors="replace") if message.key else None
+        value = message.value.decode(errors="replace") if message.value else None
+        yield f"{message.partition}:{message.offset} key={key} {value}"
 
 
 def messages_in(settings: Settings, topic: str) -> int:

@@ -182,7 +182,8 @@ class DerivedTable(Table):
 
     `fresh_within` is how far behind its sources the continuous pipeline keeps the table: it
     and the derived tables it reads run again before each other table of a pass, so a change
-    waits for one other table's run, not for the whole pass (catalog.continuous_pass)."""
+    waits for one other table's run, not for the whole pass (pipeline/tables.py,
+    `continuous_pass`)."""
 
     inputs: tuple[Input, ...]
     transform: str

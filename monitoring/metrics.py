@@ -27,8 +27,8 @@ from prometheus_client.registry import Collector
 from bronze.tables import BRONZE_TABLES
 from dashboard import sources
 from dashboard.panels import TableState
-from lakehouse.catalog import derived_tables
 from lakehouse.settings import Settings
+from pipeline.tables import derived_tables
 from serving.history import Commit, history
 
 PREFIX = "retailmax"

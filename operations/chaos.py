@@ -10,7 +10,7 @@ The workers are supervised as a process manager would: one that exits by itself 
 Bronze streams after Kafka was gone too long) is restarted, and the report counts it.
 
 At the end the workload stops, Bronze is drained and Silver and Gold run once more, and
-`lakehouse.verify` checks every table: each Bronze CDC table equals Postgres, each event
+`pipeline.verify` checks every table: each Bronze CDC table equals Postgres, each event
 table holds every valid message of its topic once and its quarantine every malformed one,
 and each Silver and Gold table with its quarantine equals a full rebuild.
 
@@ -39,10 +39,11 @@ from bronze.tables import BRONZE_TABLES, DEBEZIUM
 from infra import metastore, stack
 from infra.native.process import BackgroundProcess
 from ingestion import connector, database
-from lakehouse import verify
-from lakehouse.catalog import derived_tables
 from lakehouse.incremental import IncrementalError, Runner
 from lakehouse.settings import LAKEHOUSE_READER, Settings
+from pipeline import verify
+from pipeline.commands import lakehouse
+from pipeline.tables import derived_tables
 
 SERVICES = ("postgres", "kafka", "connect")
 WORKER_VICTIMS = ("bronze", "derived")
@@ -110,7 +111,7 @@ class Workers:
     a loop of Silver and Gold runs, each a `lakehouse` command with these settings."""
 
     def __init__(self, settings: Settings, plan: ChaosPlan):
-        cli = [sys.executable, "-m", "lakehouse.cli"]
+        cli = lakehouse()
         loop = (f"while :; do {shlex.join(cli)} silver; echo \"silver exit $?\"; "
                 f"{shlex.join(cli)} gold; echo \"gold exit $?\"; sleep 5; done")
         self.commands = {

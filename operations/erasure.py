@@ -39,6 +39,7 @@ from lakehouse.layout import write
 from lakehouse.settings import ERASER, ConfigurationError, Settings
 from lakehouse.tables import Table, quality_results_table
 from operations import maintenance, redaction, savepoints
+from pipeline.tables import derived_tables
 
 # Hudi's own columns, which a rewrite must leave to Hudi (`_hoodie_is_deleted` is the
 # table's: it is written, and stays).
@@ -162,7 +163,7 @@ def _land(spark: SparkSession, settings: Settings, table: BronzeTable, ids: list
 def _run_derived(spark: SparkSession, settings: Settings) -> None:
     runner = Runner(spark, settings)
     try:
-        for table in catalog.derived_tables():
+        for table in derived_tables():
             runner.run(table)
     finally:
         runner.record_results()
@@ -171,14 +172,14 @@ def _run_derived(spark: SparkSession, settings: Settings) -> None:
 def _holding_personal_columns(spark: SparkSession, settings: Settings, source: BronzeTable) -> list[Table]:
     """The source table and every derived table whose columns include a personal one."""
     personal = set(source.personal.erased)
-    derived = [t for t in catalog.derived_tables() if catalog.exists(spark, t.path(settings))
+    derived = [t for t in derived_tables() if catalog.exists(spark, t.path(settings))
                and personal & set(spark.read.format("hudi").load(t.path(settings)).columns)]
     return [source, *derived]
 
 
 def _side_tables(spark: SparkSession, settings: Settings) -> list[Table]:
     """Every quarantine and quality-result table that exists."""
-    tables = [t.quarantine for t in (*BRONZE_TABLES, *catalog.derived_tables())]
+    tables = [t.quarantine for t in (*BRONZE_TABLES, *derived_tables())]
     tables += [quality_results_table(layer) for layer in ("silver", "gold")]
     return maintenance.existing(spark, settings, tables)
 

@@ -27,6 +27,7 @@ from pyspark.sql import SparkSession
 from lakehouse import catalog, timeline
 from lakehouse.settings import ConfigurationError, Settings
 from lakehouse.tables import Table
+from pipeline.tables import derived_tables
 
 USER = "lakehouse"
 
@@ -149,7 +150,7 @@ def apply(spark: SparkSession, settings: Settings, action: str, tables: list[Tab
 
 def readers(table: Table) -> list[str]:
     """The derived tables that read `table`: they rebuild after it is restored."""
-    return [t.qualified_name for t in catalog.derived_tables()
+    return [t.qualified_name for t in derived_tables()
             if any(i.table.name == table.name for i in t.inputs)]
 
 

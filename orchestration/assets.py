@@ -9,11 +9,11 @@ import dagster as dg
 from hudi import HudiTable
 
 from bronze.tables import BRONZE_TABLES, BronzeTable
-from lakehouse.catalog import derived_tables
 from lakehouse.quality import FAIL, Rule
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Table
 from orchestration.commands import TableJobFailed, latest_results, run_table
+from pipeline.tables import derived_tables
 
 # What each report field of `lakehouse <layer> --json` is called on the asset.
 BRONZE_METADATA = {"messages": "messages read", "rows": "rows written",

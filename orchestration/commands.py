@@ -6,16 +6,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 
-from lakehouse.cli import EXIT_FAILURE, EXIT_WRITER_BUSY
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Table, quality_results_table
+from pipeline.commands import EXIT_FAILURE, EXIT_WRITER_BUSY, MESSAGE_PREFIXES, lakehouse
 from serving import fastpath
-
-# The CLI's own messages on stderr (lakehouse/cli.py main), after Spark's log lines.
-MESSAGE_PREFIXES = ("error: ", "quality gate failed: ", "configuration error: ")
 
 
 @dataclass(frozen=True)
@@ -38,12 +34,12 @@ def command(table: Table, full_refresh: bool = False) -> list[str]:
     if full_refresh and not isinstance(table, DerivedTable):
         raise ValueError(f"{table.name}: only Silver and Gold tables have a full refresh; a Bronze "
                          f"table is rebuilt by replaying its topic")
-    return [sys.executable, "-m", "lakehouse.cli", table.layer, "--table", table.name, "--json",
-            *(["--full-refresh"] if full_refresh else [])]
+    return lakehouse(table.layer, "--table", table.name, "--json",
+                     *(["--full-refresh"] if full_refresh else []))
 
 
 def run_table(table: Table, settings: Settings, full_refresh: bool = False) -> dict:
-    """Runs the table's command; returns its report (lakehouse/cli.py, `--json`)."""
+    """Runs the table's command; returns its report (`--json`)."""
     reports = _run(command(table, full_refresh), settings, table.name)
     found = [r for r in reports if r.get("table") == table.name]
     if not found:
@@ -53,8 +49,7 @@ def run_table(table: Table, settings: Settings, full_refresh: bool = False) -> d
 
 def maintain(settings: Settings) -> list[dict]:
     """Runs `lakehouse maintain` over every table; returns one report per table."""
-    return _run([sys.executable, "-m", "lakehouse.cli", "maintain", "--json"], settings,
-                "maintenance")
+    return _run(lakehouse("maintain", "--json"), settings, "maintenance")
 
 
 def _run(arguments: list[str], settings: Settings, name: str) -> list[dict]:

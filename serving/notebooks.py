@@ -8,6 +8,7 @@ from pyspark.sql import SparkSession
 from infra.native.process import port_open
 from lakehouse import catalog, spark
 from lakehouse.settings import Settings, load
+from pipeline.tables import declared_tables
 
 
 class NotReady(RuntimeError):
@@ -23,7 +24,7 @@ def open_lakehouse(app_name: str, *tables: str) -> tuple[SparkSession, Settings]
                        f"answer at {settings.pg_host}:{settings.pg_port}. Run `make up`, then run "
                        f"this notebook again.")
     session = spark.session(settings, app_name)
-    catalog.register(session, settings)
+    catalog.register(session, settings, declared_tables())
     missing = [name for name in tables if not session.catalog.tableExists(name)]
     if missing:
         raise NotReady(f"{', '.join(missing)} holds no data yet: `make up` builds every table "

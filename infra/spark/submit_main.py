@@ -1,8 +1,7 @@
 """The file `spark-submit` runs for `python -m infra.submit` (infra/submit.py): the `lakehouse`
-command, imported from the project zip that comes with it as --py-files."""
+command, run from the project zip that comes with it as --py-files, as `python -m
+pipeline.cli` runs it (pipeline/commands.py, `lakehouse`)."""
 
-import sys
+import runpy
 
-from lakehouse.cli import main
-
-sys.exit(main())
+runpy.run_module("pipeline.cli", run_name="__main__", alter_sys=True)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 from kafka import KafkaProducer
 
 from bronze.job import BronzeJob
 from bronze.tables import BRONZE_TABLES, WEB_CLICKSTREAMS
 from lakehouse.layout import snapshot
+from pipeline.commands import lakehouse
 from tests.bad_input import CASES
 from tests.integration.test_bronze import _cli_env, drain_until_equal
 
@@ -59,7 +59,7 @@ def test_the_corpus_through_kafka_is_quarantined_or_landed_and_the_streams_go_on
     assert not wrong, "\n".join(wrong)
 
     # `make status` says what the streams kept out, and how analysts sign in.
-    status = subprocess.run([sys.executable, "-m", "lakehouse.cli", "status"], capture_output=True,
+    status = subprocess.run(lakehouse("status"), capture_output=True,
                             text=True, env=_cli_env(services), timeout=120)
     lines = status.stdout.splitlines()
     assert any(line.split()[:3] == ["stream", "kept", "out"] and WEB_CLICKSTREAMS.name in line

@@ -8,7 +8,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -21,10 +20,12 @@ from pyspark.sql import functions as F
 from bronze.job import BronzeError, BronzeJob, checkpoint_location
 from bronze.tables import BRONZE_TABLES, CUSTOMER_MASTER, SALES_TRANSACTIONS, WEB_CLICKSTREAMS
 from ingestion.workload import OltpWorkload
-from lakehouse import catalog, layout, timeline, verify
+from lakehouse import catalog, layout, timeline
 from lakehouse.layout import snapshot
 from lakehouse.settings import ConfigurationError
 from lakehouse.tables import LAYOUT_KEY, Partitioning, hudi_options
+from pipeline import verify
+from pipeline.commands import lakehouse
 
 CDC_TABLES = [table for table in BRONZE_TABLES if table.envelope == "debezium"]
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,8 +80,7 @@ def test_bronze_tables_are_in_the_catalog_of_a_fresh_process(services, spark, db
     drain_until_equal(spark, services, db, tables=(CUSTOMER_MASTER,))
     expected = db.execute("SELECT count(*) FROM retail.customer_master").fetchone()[0]
     result = subprocess.run(
-        [sys.executable, "-m", "lakehouse.cli", "sql",
-         "SELECT count(*) AS customers FROM bronze.hudi_customer_master_bronze"],
+        lakehouse("sql", "SELECT count(*) AS customers FROM bronze.hudi_customer_master_bronze"),
         cwd=ROOT, env=_cli_env(services), capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     assert str(expected) in [line.strip("| ") for line in result.stdout.splitlines()], result.stdout
@@ -274,9 +274,8 @@ def _uncommitted_instant(table_path: str) -> bool:
 def test_kill_minus_nine_during_a_write_loses_and_duplicates_nothing(services, spark, db):
     drain_until_equal(spark, services, db)
     run_workload(db, steps=400, seed=202)
-    job = subprocess.Popen([sys.executable, "-m", "lakehouse.cli", "bronze", "--table",
-                            SALES_TRANSACTIONS.name], cwd=ROOT, env=_cli_env(services),
-                           start_new_session=True,
+    job = subprocess.Popen(lakehouse("bronze", "--table", SALES_TRANSACTIONS.name), cwd=ROOT,
+                           env=_cli_env(services), start_new_session=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
     while not _uncommitted_instant(SALES_TRANSACTIONS.path(services)):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import subprocess
-import sys
 import time
 
 import pytest
@@ -14,8 +13,8 @@ import pytest
 from infra import metastore
 from infra.native import cluster
 from ingestion.events import EventStreams
-from lakehouse import verify
-from lakehouse.catalog import derived_tables
+from pipeline import commands, verify
+from pipeline.tables import derived_tables
 from tests.integration.test_bronze import CDC_TABLES, ROOT, _cli_env, drain_until_equal, run_workload
 from tests.integration.test_silver_gold import run_all
 
@@ -45,7 +44,7 @@ def on_cluster(services, spark):
 def lakehouse(settings, *arguments: str) -> subprocess.Popen:
     """A `lakehouse` command whose Spark application runs on the cluster."""
     env = {**_cli_env(settings), "SPARK_MASTER": cluster.master_url(settings)}
-    return subprocess.Popen([sys.executable, "-m", "lakehouse.cli", *arguments], cwd=ROOT, env=env,
+    return subprocess.Popen(commands.lakehouse(*arguments), cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

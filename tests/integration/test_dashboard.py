@@ -25,7 +25,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from bronze.tables import BRONZE_TABLES
 from gold.tables import DAILY_SALES
 from lakehouse import catalog
-from lakehouse.catalog import derived_tables
+from pipeline.tables import derived_tables
 from tests.integration.test_bronze import _cli_env
 
 LAKEHOUSE = Path(sys.executable).parent / "lakehouse"

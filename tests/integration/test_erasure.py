@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -14,9 +13,10 @@ import pyarrow.parquet as pq
 from bronze.tables import CUSTOMER_MASTER
 from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
 from ingestion.topics import cdc_topic
-from lakehouse import verify
 from lakehouse.layout import snapshot
 from operations import erasure
+from pipeline import verify
+from pipeline.commands import lakehouse
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 from tests.integration.test_bronze import _cli_env, drain_until_equal
 from tests.integration.test_operations import rows
@@ -106,9 +106,8 @@ def test_erasure_leaves_no_personal_data_anywhere_and_keeps_the_sales(services, 
 
 
 def test_erasing_a_customer_the_lakehouse_never_held_is_refused(services):
-    refused = subprocess.run([sys.executable, "-m", "lakehouse.cli", "erase", "--customer-id",
-                              "987654321"], env=_cli_env(services), capture_output=True, text=True,
-                             timeout=300)
+    refused = subprocess.run(lakehouse("erase", "--customer-id", "987654321"), env=_cli_env(services),
+                             capture_output=True, text=True, timeout=300)
     assert refused.returncode == 2, refused.stderr[-2000:]
     assert ("no customer_id 987654321: not in retail.customer_master and not in what "
             "bronze.hudi_customer_master_bronze holds") in refused.stderr

@@ -13,10 +13,10 @@ import requests
 from bronze.tables import BRONZE_TABLES
 from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
 from ingestion.topics import cdc_topic
-from lakehouse import verify
-from lakehouse.catalog import derived_tables
 from lakehouse.locks import exclusive_writer
 from orchestration import assets, definitions, service
+from pipeline import verify
+from pipeline.tables import derived_tables
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 from tests.integration.test_bronze import CDC_TABLES, drain_until_equal, run_workload
 from tests.integration.test_silver_gold import run_tables

@@ -13,11 +13,13 @@ from pyspark.sql import functions as F
 
 from ingestion.events import encode
 from ingestion.topics import INVENTORY_TOPIC, event_key
-from lakehouse import cli, timeline
+from lakehouse import timeline
 from gold.tables import DAILY_SALES
 from lakehouse.incremental import utc_now
 from lakehouse.layout import DELETED, snapshot, write
 from lakehouse.tables import quality_results_table
+from pipeline import cli
+from pipeline.commands import EXIT_QUALITY_GATE
 from silver.tables import (CUSTOMER_PROFILES, PRODUCT_DAILY_INVENTORY, SESSIONIZED_CLICKSTREAMS,
                            SILVER_TABLES, UNIFIED_CUSTOMER_ORDERS)
 from tests.integration.test_bronze import _cli_env, drain_until_equal
@@ -178,7 +180,7 @@ def test_a_fail_tier_breach_commits_nothing_and_exits_non_zero(services, spark, 
         monkeypatch.setenv(name, value)
     code = cli.main(["silver", "--table", ORDERS.name])
     error = capsys.readouterr().err
-    assert code == cli.EXIT_QUALITY_GATE
+    assert code == EXIT_QUALITY_GATE
     assert (f'{ORDERS.name}: rule "channel is known" (fail) failed for 1 of' in error
             and '"channel": "kiosk"' in error and f'"order_id": {FIRST_ORDER + 1}' in error), error
     after = timeline.read(spark, path)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import subprocess
-import sys
 import threading
 from decimal import Decimal
 from pathlib import Path
@@ -25,6 +24,7 @@ from ingestion.topics import cdc_topic
 from lakehouse import catalog
 from lakehouse.layout import snapshot
 from lakehouse.tables import DerivedTable, Input
+from pipeline.commands import lakehouse
 from tests.integration.test_bronze import ROOT, _cli_env, drain_until_equal
 from tests.integration.test_silver_gold import run_tables
 
@@ -88,8 +88,7 @@ def test_a_column_added_at_the_source_reaches_bronze_and_a_silver_table_that_sel
 
         # Analysts see it through the catalog, in a new process.
         result = subprocess.run(
-            [sys.executable, "-m", "lakehouse.cli", "sql",
-             "SELECT sum(weight_grams) AS total FROM bronze.hudi_product_catalog_bronze"],
+            lakehouse("sql", "SELECT sum(weight_grams) AS total FROM bronze.hudi_product_catalog_bronze"),
             cwd=ROOT, env=_cli_env(services), capture_output=True, text=True, timeout=300)
         assert result.returncode == 0, result.stderr[-2000:]
         assert "9250" in [line.strip("| ") for line in result.stdout.splitlines()], result.stdout

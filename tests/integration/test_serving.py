@@ -18,8 +18,8 @@ import pytest
 from benchmarks.queries import GOLD_QUERIES
 from infra.native.postgres import NativePostgres
 from infra.native.thrift import NativeThriftServer
-from lakehouse.catalog import derived_tables
 from lakehouse.settings import ENV_FILE
+from pipeline.tables import derived_tables
 from serving import fastpath, history, jdbc
 from tests.integration.test_bronze import _cli_env, drain_until_equal, run_workload
 from tests.integration.test_silver_gold import run_all

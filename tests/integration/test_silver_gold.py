@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from datetime import date, datetime, timedelta, timezone
@@ -18,10 +17,13 @@ from gold.tables import DAILY_SALES
 from infra.native.process import BackgroundProcess, group_alive, tail
 from ingestion.events import EventStreams, encode
 from ingestion.topics import CLICKSTREAM_TOPIC, event_key
-from lakehouse import domain, verify
-from lakehouse.catalog import derived_tables, exists
+from lakehouse import domain
+from lakehouse.catalog import exists
 from lakehouse.incremental import Runner, RunReport, utc_now
 from lakehouse.layout import snapshot
+from pipeline import verify
+from pipeline.commands import lakehouse
+from pipeline.tables import derived_tables
 from serving import fastpath
 from silver.tables import CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
 from tests.integration.test_bronze import _cli_env, drain_until_equal, run_workload
@@ -195,8 +197,8 @@ def test_kill_minus_nine_during_a_silver_write_neither_loses_nor_double_counts(s
     run_workload(db, steps=150, seed=401)
     drain_until_equal(spark, services, db)
     path = UNIFIED_CUSTOMER_ORDERS.path(services)
-    job = subprocess.Popen([sys.executable, "-m", "lakehouse.cli", "silver", "--table",
-                            UNIFIED_CUSTOMER_ORDERS.name], cwd=ROOT, env=_cli_env(services),
+    job = subprocess.Popen(lakehouse("silver", "--table", UNIFIED_CUSTOMER_ORDERS.name), cwd=ROOT,
+                           env=_cli_env(services),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 240
     while not _uncommitted_commit(path):
@@ -221,8 +223,8 @@ def test_the_continuous_pipeline_brings_a_sale_to_gold_and_stops_with_its_bronze
     day = date(2002, 3, 4)  # a day of its own: its Gold row exists because of this sale only
     order_id = db.execute("SELECT max(order_id) + 1 FROM retail.sales_transactions").fetchone()[0]
     pipeline = BackgroundProcess("pipeline", tmp_path, tmp_path)
-    pipeline.start([sys.executable, "-m", "lakehouse.cli", "run", "--continuous", "--interval", "5",
-                    "--trigger-seconds", "3"], env=services.environment())
+    pipeline.start(lakehouse("run", "--continuous", "--interval", "5", "--trigger-seconds", "3"),
+                   env=services.environment())
     leader = pipeline.pid
     try:
         db.execute("INSERT INTO retail.sales_transactions (order_id, line_item_id, customer_id,"

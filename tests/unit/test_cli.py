@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
-from lakehouse import cli
+from pipeline import cli
+from pipeline.commands import EXIT_CONFIGURATION, EXIT_FAILURE, lakehouse
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -20,7 +23,7 @@ from lakehouse import cli
 def test_out_of_range_numbers_are_usage_errors(argv, message, capsys):
     with pytest.raises(SystemExit) as exited:
         cli.parser().parse_args(argv)
-    assert exited.value.code == cli.EXIT_CONFIGURATION
+    assert exited.value.code == EXIT_CONFIGURATION
     assert capsys.readouterr().err.splitlines()[-1].endswith(message)
 
 
@@ -29,7 +32,7 @@ def test_an_unknown_bronze_table_is_refused_before_the_writer_lock(monkeypatch, 
         raise AssertionError("the writer lock was taken")
 
     monkeypatch.setattr("lakehouse.locks.exclusive_writer", no_lock)
-    assert cli.main(["bronze", "--table", "nope"]) == cli.EXIT_CONFIGURATION
+    assert cli.main(["bronze", "--table", "nope"]) == EXIT_CONFIGURATION
     assert capsys.readouterr().err.splitlines() == [
         "configuration error: no Bronze table 'nope'; known: hudi_customer_master_bronze, "
         "hudi_product_catalog_bronze, hudi_sales_transactions_bronze, hudi_web_clickstreams_bronze, "
@@ -39,11 +42,27 @@ def test_an_unknown_bronze_table_is_refused_before_the_writer_lock(monkeypatch, 
 def test_a_service_that_does_not_answer_is_named_in_one_line(monkeypatch, capsys):
     monkeypatch.setenv("PGPORT", "9")
     monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "localhost:9")
-    assert cli.main(["seed"]) == cli.EXIT_FAILURE
+    assert cli.main(["seed"]) == EXIT_FAILURE
     [line] = capsys.readouterr().err.strip().splitlines()
     assert line.startswith("error: Postgres at localhost:9 does not answer (") and \
         line.endswith("); start it with `make services`"), line
 
-    assert cli.main(["tail", "retailmax.retail.sales_transactions", "--timeout", "1"]) == cli.EXIT_FAILURE
+    assert cli.main(["tail", "retailmax.retail.sales_transactions", "--timeout", "1"]) == EXIT_FAILURE
     assert capsys.readouterr().err.strip().splitlines() == [
         "error: Kafka at localhost:9 does not answer; start it with `make services`"]
+
+
+def test_each_command_is_in_one_group_and_listed_once_in_the_help():
+    names = [name for group in cli.GROUPS for name in group.COMMANDS]
+    assert sorted(names) == sorted(cli.ORDER) and len(set(names)) == len(names)
+    subcommands = next(a for a in cli.parser()._actions if a.dest == "command").choices
+    assert list(subcommands) == list(cli.ORDER)
+
+
+def test_the_command_others_start_is_this_one(monkeypatch):
+    """What the scheduler, the demo and the tests start (pipeline/commands.py) is this
+    parser's `lakehouse`, named so in its usage lines."""
+    monkeypatch.setenv("COLUMNS", "100")
+    shown = subprocess.run(lakehouse("--help"), capture_output=True, text=True, check=True)
+    assert shown.stdout == cli.parser().format_help()
+    assert shown.stdout.startswith("usage: lakehouse [-h]")

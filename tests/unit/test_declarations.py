@@ -10,9 +10,9 @@ import pytest
 from bronze.tables import BRONZE_TABLES, INVENTORY_UPDATES, SALES_TRANSACTIONS, bronze_table
 from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
 from ingestion.topics import source_topics
-from lakehouse.catalog import continuous_pass, declared_tables, derived_tables
 from lakehouse.settings import ConfigurationError
 from lakehouse.tables import LAYOUT_KEY, DerivedTable, Input, Partitioning, hudi_options
+from pipeline.tables import continuous_pass, declared_tables, derived_tables
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 
 
@@ -140,7 +140,7 @@ def test_changes_resolve_to_the_key_and_the_columns_inputs_are_pruned_by():
 
 
 def test_operations_pick_tables_by_layer_or_name_and_refuse_unknown_ones():
-    from lakehouse.catalog import main_tables, select
+    from pipeline.tables import main_tables, select
 
     tables = main_tables()
     assert select(None, tables) == tables

@@ -1,6 +1,15 @@
-"""Dependencies point down: the core package (lakehouse/) is the library every layer uses,
-so it imports none of them. Read from the source's import statements, those inside
-functions included."""
+"""Dependencies point down (docs/architecture.md, "How the packages depend on each other"),
+read from the source's import statements, those inside functions included:
+
+- the core (lakehouse/) is the library every other package uses, and imports none of them;
+- a layer (ingestion, bronze, silver, gold) imports the core and the layers below it;
+- an app (serving, dashboard, monitoring, orchestration, operations, infra, benchmarks)
+  imports the core, the layers, other apps, and of the composition root (pipeline/) only
+  its leaves: the list of every table, how a `lakehouse` command is run, the checks of what
+  the tables hold; the leaves import no app;
+- the rest of pipeline/ (the command line, the passes, the demo) may import anything, and
+  nothing but pipeline/ imports it;
+- and no module imports itself through others: the graph of imports has no cycle."""
 
 from __future__ import annotations
 
@@ -8,37 +17,117 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PROJECT_PACKAGES = {"ingestion", "bronze", "silver", "gold", "serving", "monitoring",
-                    "dashboard", "operations", "orchestration", "infra", "benchmarks"}
-# Where the core still composes the layers: the list of every table, the command line, the
-# demo and the verification of Bronze against Postgres. They are to move to a package of
-# their own above the layers; until then no other core module may join them.
-COMPOSING = {"catalog.py", "cli.py", "demo.py", "verify.py"}
+CORE = "lakehouse"
+LAYERS = ("ingestion", "bronze", "silver", "gold")  # each above the ones before it
+APPS = {"serving", "dashboard", "monitoring", "orchestration", "operations", "infra", "benchmarks"}
+COMPOSITION_ROOT = "pipeline"
+LEAVES = {"pipeline", "pipeline.tables", "pipeline.commands", "pipeline.verify"}
 
 
-def _imported_modules(path: Path) -> set[str]:
+def _modules() -> dict[str, Path]:
+    """Every module of the project's packages by its dotted name (a package's, its
+    __init__.py)."""
+    found = {}
+    for package in (CORE, *LAYERS, *APPS, COMPOSITION_ROOT):
+        for path in (ROOT / package).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """The project modules `name` imports: `from package import module` imports the module,
+    `from module import name` the module."""
     found = set()
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             found |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found |= {node.module, *(f"{node.module}.{alias.name}" for alias in node.names)}
-    return found
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = name.split(".")[:None if path.name == "__init__.py" else -1]
+                base = ".".join([*package[:len(package) - node.level + 1], *filter(None, [base])])
+            found |= {f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                      for alias in node.names}
+    return {module for module in found if module in MODULES and module != name}
 
 
-def _imported_packages(path: Path) -> set[str]:
-    return {module.split(".")[0] for module in _imported_modules(path)}
+IMPORTS = {name: _imports(name, path) for name, path in MODULES.items()}
 
 
-def test_the_core_imports_no_layer_service_or_app():
-    above = {path.name: sorted(_imported_packages(path) & PROJECT_PACKAGES)
-             for path in sorted((ROOT / "lakehouse").glob("*.py")) if path.name not in COMPOSING}
-    assert {name: packages for name, packages in above.items() if packages} == {}
+def _package(module: str) -> str:
+    return module.split(".")[0]
+
+
+def _breaking(allowed) -> dict[str, list[str]]:
+    """Per module, the imports `allowed(module, imported)` refuses."""
+    found = {name: sorted(m for m in imported if not allowed(name, m))
+             for name, imported in IMPORTS.items()}
+    return {name: refused for name, refused in found.items() if refused}
+
+
+def test_every_package_has_its_place():
+    packages = {path.parent.name for path in ROOT.glob("*/__init__.py")} - {"tests"}
+    assert packages == {CORE, *LAYERS, *APPS, COMPOSITION_ROOT}
+
+
+def test_the_core_imports_no_other_package():
+    assert _breaking(lambda name, m: _package(name) != CORE or _package(m) == CORE) == {}
+
+
+def test_a_layer_imports_only_the_core_and_the_layers_below_it():
+    def allowed(name, imported):
+        if _package(name) not in LAYERS:
+            return True
+        return _package(imported) == CORE or (
+            _package(imported) in LAYERS
+            and LAYERS.index(_package(imported)) <= LAYERS.index(_package(name)))
+
+    assert _breaking(allowed) == {}
+
+
+def test_an_app_imports_only_the_leaves_of_the_composition_root():
+    def allowed(name, imported):
+        return _package(name) not in APPS or _package(imported) != COMPOSITION_ROOT or imported in LEAVES
+
+    assert _breaking(allowed) == {}
+
+
+def test_the_leaves_of_the_composition_root_import_no_app_and_nothing_else_of_it():
+    def allowed(name, imported):
+        if name not in LEAVES:
+            return True
+        return _package(imported) in (CORE, *LAYERS) or imported in LEAVES
+
+    assert _breaking(allowed) == {}
+    assert IMPORTS["pipeline"] == set(), "importing a leaf runs pipeline/__init__.py first"
+
+
+def test_no_module_imports_itself_through_others():
+    """Depth first from every module; a module met again on the current path closes a cycle."""
+    done: set[str] = set()
+
+    def cycle_from(module: str, path: list[str]) -> list[str] | None:
+        if module in path:
+            return path[path.index(module):] + [module]
+        if module in done:
+            return None
+        for imported in sorted(IMPORTS[module]):
+            if found := cycle_from(imported, [*path, module]):
+                return found
+        done.add(module)
+        return None
+
+    cycles = [found for module in sorted(MODULES) if (found := cycle_from(module, []))]
+    assert not cycles, "an import cycle: " + " -> ".join(cycles[0])
 
 
 def test_building_a_session_needs_nothing_above_the_core():
     """The session builder names its jars from lakehouse/artifacts.py, which the installer
     (infra/native/jars.py) imports too, and only checks the catalog: no circle through
     infra/."""
-    assert "infra" not in _imported_packages(ROOT / "lakehouse" / "spark.py")
-    assert "lakehouse.spark" not in _imported_modules(ROOT / "infra" / "native" / "jars.py")
+    assert {_package(m) for m in IMPORTS["lakehouse.spark"]} <= {CORE}
+    assert "lakehouse.spark" not in IMPORTS["infra.native.jars"]

@@ -11,11 +11,12 @@ import pytest
 
 from bronze.tables import BRONZE_TABLES
 from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
-from lakehouse import cli
-from lakehouse.catalog import derived_tables
 from lakehouse.quality import FAIL
 from lakehouse.settings import load
 from orchestration import assets, commands, definitions
+from pipeline.commands import (EXIT_CONFIGURATION, EXIT_FAILURE, EXIT_QUALITY_GATE,
+                               EXIT_WRITER_BUSY, lakehouse)
+from pipeline.tables import derived_tables
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
 
 SETTINGS = load()
@@ -96,12 +97,12 @@ def test_freshness_compares_the_newest_commit_with_the_target():
 
 
 def test_each_asset_runs_its_tables_own_command_and_retries_only_what_can_pass_later():
-    assert commands.command(UNIFIED_CUSTOMER_ORDERS)[1:] == [
-        "-m", "lakehouse.cli", "silver", "--table", UNIFIED_CUSTOMER_ORDERS.name, "--json"]
-    assert commands.command(BRONZE_TABLES[0])[3:] == ["bronze", "--table", BRONZE_TABLES[0].name, "--json"]
+    assert commands.command(UNIFIED_CUSTOMER_ORDERS) == lakehouse(
+        "silver", "--table", UNIFIED_CUSTOMER_ORDERS.name, "--json")
+    assert commands.command(BRONZE_TABLES[0]) == lakehouse("bronze", "--table", BRONZE_TABLES[0].name,
+                                                           "--json")
     retryable = {status: commands.TableJobFailed("t", status, "").retryable
-                 for status in (cli.EXIT_FAILURE, cli.EXIT_CONFIGURATION, cli.EXIT_QUALITY_GATE,
-                                cli.EXIT_WRITER_BUSY)}
+                 for status in (EXIT_FAILURE, EXIT_CONFIGURATION, EXIT_QUALITY_GATE, EXIT_WRITER_BUSY)}
     assert retryable == {1: True, 2: False, 3: False, 4: True}
 
 

@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 
 from lakehouse import quality
-from lakehouse.catalog import derived_tables
+from pipeline.tables import derived_tables
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 
 

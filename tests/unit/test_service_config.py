@@ -64,14 +64,21 @@ def test_the_project_image_runs_the_native_mode_commands_on_the_settings_they_re
     services = COMPOSE["services"]
     commands = {name: services[name]["command"] for name in ("thrift", "dashboard", "metrics",
                                                               "scheduler", "scheduler-daemon")}
+    from infra.workers import COMPOSE_SERVICES, WORKERS
+    from pipeline.commands import lakehouse
+
+    # The image's Python runs the `lakehouse` command as everything else here runs it, and
+    # the workers Compose runs with the arguments native mode gives them.
+    def in_image(*arguments: str) -> list[str]:
+        return ["python", *lakehouse(*arguments)[1:]]
+
     assert commands == {"thrift": ["python", "-m", "serving.jdbc"],
-                        "dashboard": ["python", "-m", "lakehouse.cli", "dashboard"],
-                        "metrics": ["python", "-m", "lakehouse.cli", "metrics"],
-                        "scheduler": ["python", "-m", "lakehouse.cli", "scheduler", "webserver"],
-                        "scheduler-daemon": ["python", "-m", "lakehouse.cli", "scheduler", "daemon"]}
+                        "dashboard": in_image(*WORKERS["dashboard"]),
+                        "metrics": in_image(*WORKERS["metrics"]),
+                        "scheduler": in_image("scheduler", "webserver"),
+                        "scheduler-daemon": in_image("scheduler", "daemon")}
     assert {services[name]["image"] for name in commands} == {"retailmax-lakehouse:local"}
     assert (ROOT / services["thrift"]["build"]["dockerfile"]).exists()
-    from lakehouse.demo import COMPOSE_SERVICES
     from lakehouse.settings import SECRET_VARIABLES, load
 
     assert COMPOSE_SERVICES <= set(services)

@@ -1,0 +1,90 @@
+"""`lakehouse`: the single entry point for every layer and the services under them.
+
+The parser is built from the command groups (pipeline.py, services.py, analysts.py,
+operations.py), each command a few lines over a function that lives with its feature;
+main() turns what a command raises into a line on stderr and an exit status
+(pipeline/commands.py)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from lakehouse import settings as settings_module
+from lakehouse.settings import ConfigurationError
+from pipeline.cli import analysts, operations, pipeline, services
+from pipeline.commands import (CONFIGURATION_ERROR, ERROR, EXIT_CONFIGURATION, EXIT_FAILURE,
+                               EXIT_QUALITY_GATE, EXIT_WRITER_BUSY, QUALITY_GATE_FAILED)
+
+DESCRIPTION = "`lakehouse`: the single entry point for every layer and the services under them."
+GROUPS = (services, pipeline, analysts, operations)
+# The order `lakehouse --help` lists the commands in.
+ORDER = ("services", "cluster", "up", "down", "status", "env", "seed", "simulate", "bronze",
+         "silver", "gold", "run", "docs", "dashboard", "metrics", "scheduler", "sql", "query",
+         "history", "savepoint", "tables", "maintain", "erase", "tail")
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="lakehouse", description=DESCRIPTION)
+    commands = root.add_subparsers(dest="command", required=True)
+    adders = {name: add for group in GROUPS for name, add in group.COMMANDS.items()}
+    for name, add in sorted(adders.items(), key=lambda item: ORDER.index(item[0])):
+        add(commands)
+    return root
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lakehouse.locks import WriterBusy
+    from lakehouse.quality import QualityGateFailed
+
+    args = parser().parse_args(argv)
+    settings = None
+    try:
+        settings = settings_module.load()
+        if getattr(args, "trigger_seconds", 0) is None:
+            args.trigger_seconds = settings.bronze_trigger_seconds
+        return args.handler(args, settings)
+    except ConfigurationError as error:
+        print(f"{CONFIGURATION_ERROR}{error}", file=sys.stderr)
+        return EXIT_CONFIGURATION
+    except QualityGateFailed as error:
+        print(f"{QUALITY_GATE_FAILED}{error}", file=sys.stderr)
+        return EXIT_QUALITY_GATE
+    except WriterBusy as error:
+        print(f"{ERROR}{error}", file=sys.stderr)
+        return EXIT_WRITER_BUSY
+    except RuntimeError as error:
+        print(f"{ERROR}{error}", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as error:
+        unreachable = _unreachable_service(error, settings)
+        if unreachable is None:
+            raise
+        print(f"{ERROR}{unreachable}", file=sys.stderr)
+        return EXIT_CONFIGURATION if "password" in unreachable else EXIT_FAILURE
+
+
+def _unreachable_service(error: Exception, settings) -> str | None:
+    """One line for a service that is down or refuses our credentials, which would otherwise
+    print a client library's traceback."""
+    import psycopg
+    from kafka.errors import KafkaTimeoutError
+
+    if isinstance(error, psycopg.OperationalError):
+        reason = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+        if "password authentication failed" in reason:
+            from lakehouse.settings import PG_ROLES
+
+            named = re.search(r'for user "([^"]+)"', reason)
+            user = named[1] if named else settings.pg_user
+            variable = next((r.password_variable for r in PG_ROLES if r.name == user), "PGPASSWORD")
+            return (f"Postgres at {settings.pg_host}:{settings.pg_port} refused the password of "
+                    f"{user}: check {variable} in .env against the running database (`make "
+                    f"services` sets every role's password from .env)")
+        return (f"Postgres at {settings.pg_host}:{settings.pg_port} does not answer ({reason}); "
+                f"start it with `make services`")
+    if isinstance(error, KafkaTimeoutError) and "bootstrap" in str(error):
+        return (f"Kafka at {settings.kafka_bootstrap} does not answer; start it with "
+                f"`make services`")
+    return None

@@ -1,0 +1,83 @@
+"""Operating the tables: `lakehouse savepoint`, `maintain` and `erase`, each holding the
+writer locks of the layers it rewrites."""
+
+from __future__ import annotations
+
+import json
+
+from lakehouse.settings import ConfigurationError
+from pipeline.cli.arguments import JSON_HELP, POSITIVE_INT
+
+
+def savepoint(commands) -> None:
+    savepoint = commands.add_parser(
+        "savepoint", help="create, list, restore or delete Hudi savepoints of tables or layers")
+    savepoint.add_argument("action", choices=["create", "list", "restore", "delete"])
+    savepoint.add_argument("target", nargs="*",
+                           help="layers or tables, e.g. gold or silver.hudi_customer_profiles_silver")
+    savepoint.add_argument("--instant", help="restore or delete this savepoint (restore: the "
+                                             "latest by default)")
+    savepoint.add_argument("--comment", default="", help="kept with a created savepoint")
+    savepoint.set_defaults(handler=_savepoint)
+
+
+def _savepoint(args, settings):
+    from lakehouse.locks import layer_writers
+    from operations import savepoints
+    from pipeline.tables import main_tables, select, session
+
+    tables = select(args.target, main_tables())
+    if args.action != "list" and not args.target:
+        raise ConfigurationError(f"name the tables or layers to {args.action}, e.g. "
+                                 f"`lakehouse savepoint {args.action} gold`")
+    with layer_writers(settings, [] if args.action == "list" else tables):
+        spark = session(settings, "savepoint")
+        for line in savepoints.apply(spark, settings, args.action, tables, args.instant, args.comment):
+            print(line, flush=True)
+    return 0
+
+
+def maintain(commands) -> None:
+    maintain = commands.add_parser("maintain", help="run Hudi's table services now: compaction "
+                                                    "(Bronze), cleaning and archival")
+    maintain.add_argument("--table", action="append",
+                          help="a layer or table (repeatable; default: every table)")
+    maintain.add_argument("--json", action="store_true", help=JSON_HELP)
+    maintain.set_defaults(handler=_maintain)
+
+
+def _maintain(args, settings):
+    from lakehouse.locks import layer_writers
+    from operations import maintenance
+    from pipeline.tables import declared_tables, select, session
+
+    tables = select(args.table, declared_tables())
+    with layer_writers(settings, tables):
+        spark = session(settings, "maintain")
+        for table in maintenance.existing(spark, settings, tables):
+            report = maintenance.maintain(spark, settings, table)
+            print(json.dumps(report.as_dict()) if args.json else report.line(), flush=True)
+    return 0
+
+
+def erase(commands) -> None:
+    erase = commands.add_parser("erase", help="erase customers' personal data from the source, "
+                                              "every layer and every file of the warehouse (GDPR)")
+    erase.add_argument("--customer-id", type=POSITIVE_INT, action="append", required=True,
+                       help="the customer to erase (repeatable: one erasure rewrites the tables "
+                            "once for all of them)")
+    erase.set_defaults(handler=_erase)
+
+
+def _erase(args, settings):
+    from lakehouse.locks import layer_writers
+    from operations import erasure
+    from pipeline.tables import main_tables, session
+
+    with layer_writers(settings, main_tables()):
+        report = erasure.erase(session(settings, "erase"), settings, "customer_id", args.customer_id)
+    print("\n".join(report.lines()))
+    return 0
+
+
+COMMANDS = {"savepoint": savepoint, "maintain": maintain, "erase": erase}

@@ -1,0 +1,154 @@
+"""The services and the pages beside them: `lakehouse services`, `cluster`, `up`, `down`,
+`status`, `env`, `docs`, `dashboard`, `metrics` and `scheduler`."""
+
+from __future__ import annotations
+
+import time
+
+MODES = ["auto", "native", "docker"]
+
+
+def services(commands) -> None:
+    services = commands.add_parser("services", help="start, stop or show the service stack")
+    services.add_argument("action", choices=["up", "down", "status"])
+    services.add_argument("--mode", choices=MODES, default="auto",
+                          help="docker when an engine answers, native processes otherwise")
+    services.set_defaults(handler=_services)
+
+
+def _services(args, settings):
+    from infra import stack
+    from pipeline import status
+
+    if args.action == "up":
+        began = time.monotonic()
+        mode = stack.start(settings, args.mode)
+        print(f"services up ({mode} mode) in {time.monotonic() - began:.1f} s")
+        for service in stack.status(settings):
+            print(service.line())
+    elif args.action == "down":
+        stack.stop(settings)
+    else:
+        return 0 if status.show(settings) else 1
+    return 0
+
+
+def cluster(commands) -> None:
+    cluster = commands.add_parser("cluster", help="start or stop a Spark standalone cluster "
+                                  "and HDFS on this machine (native processes)")
+    cluster.add_argument("action", choices=["up", "down"])
+    cluster.set_defaults(handler=_cluster)
+
+
+def _cluster(args, settings):
+    from infra.native import cluster
+
+    if args.action == "up":
+        cluster.start(settings)
+    else:
+        cluster.stop(settings)
+    return 0
+
+
+def up(commands) -> None:
+    up = commands.add_parser("up", help="the whole demo: services, seed data, live workload")
+    up.add_argument("--mode", choices=MODES, default="auto")
+    up.set_defaults(handler=_up)
+
+
+def _up(args, settings):
+    from pipeline import demo
+
+    demo.up(settings, args.mode)
+    return 0
+
+
+def down(commands) -> None:
+    commands.add_parser("down", help="stop the demo and the services").set_defaults(handler=_down)
+
+
+def _down(args, settings):
+    from orchestration import service
+    from pipeline import demo
+
+    service.stop(settings)
+    demo.down(settings)
+    return 0
+
+
+def status(commands) -> None:
+    commands.add_parser("status", help="health of each service and the connector").set_defaults(
+        handler=_services, action="status")
+
+
+def env(commands) -> None:
+    commands.add_parser("env", help="write random local secrets to .env").set_defaults(handler=_env)
+
+
+def _env(args, settings):
+    from lakehouse.settings import write_env_file
+
+    created = write_env_file()
+    print(f"wrote {', '.join(created)} to .env" if created else ".env already has every secret")
+    return 0
+
+
+def docs(commands) -> None:
+    commands.add_parser("docs", help="serve the Great Expectations Data Docs site on "
+                                     "QUALITY_DOCS_PORT").set_defaults(handler=_docs)
+
+
+def _docs(args, settings):
+    from monitoring import data_docs
+
+    data_docs.serve(settings)
+    return 0
+
+
+def dashboard(commands) -> None:
+    commands.add_parser("dashboard", help="serve the dashboard of Gold and pipeline health on "
+                                          "DASHBOARD_PORT").set_defaults(handler=_dashboard)
+
+
+def _dashboard(args, settings):
+    from dashboard import server
+
+    server.serve(settings)
+
+
+def metrics(commands) -> None:
+    commands.add_parser("metrics", help="serve the pipeline's Prometheus metrics on "
+                                        "METRICS_PORT").set_defaults(handler=_metrics)
+
+
+def _metrics(args, settings):
+    from monitoring import metrics
+
+    metrics.serve(settings)
+    return 0
+
+
+def scheduler(commands) -> None:
+    scheduler = commands.add_parser("scheduler", help="the scheduled mode (Dagster): `up` starts "
+                                                      "its UI on SCHEDULER_PORT and its daemon")
+    scheduler.add_argument("action", choices=["up", "down", "webserver", "daemon"],
+                           help="up/down: both in the background; webserver/daemon: one in the "
+                                "foreground (what Docker Compose runs)")
+    scheduler.set_defaults(handler=_scheduler)
+
+
+def _scheduler(args, settings):
+    from orchestration import service
+
+    if args.action == "up":
+        service.start(settings)
+    elif args.action == "down":
+        service.stop(settings)
+    else:
+        service.serve(settings, args.action)
+    return 0
+
+
+COMMANDS = {"services": services, "cluster": cluster, "up": up, "down": down, "status": status,
+            "env": env, "docs": docs, "dashboard": dashboard, "metrics": metrics,
+            "scheduler": scheduler}

@@ -1,0 +1,39 @@
+"""`make up` / `make down`: the services plus the processes of the running demo, its workers
+(infra/workers.py: the workload simulator, the pipeline, the pages), each a `lakehouse`
+command in the background."""
+
+from __future__ import annotations
+
+import time
+
+from infra import stack
+from infra.workers import COMPOSE_SERVICES, WORKERS, worker
+from ingestion.seed import SeedSize, seed
+from lakehouse.settings import Settings
+from pipeline.commands import lakehouse
+
+
+def up(settings: Settings, mode: str = "auto", report=print) -> None:
+    began = time.monotonic()
+    mode = stack.start(settings, mode, report)
+    counts = seed(settings, SeedSize.for_lines(10_000))
+    report("seed: tables already hold data" if counts is None else f"seed: {counts}")
+    for name, arguments in WORKERS.items():
+        if mode == "docker" and name in COMPOSE_SERVICES:
+            continue
+        process = worker(settings, name)
+        if not process.running():
+            process.start(lakehouse(*arguments))
+        report(f"{name:<9} running (log {process.log})")
+    report(f"demo up ({mode} mode) in {time.monotonic() - began:.1f} s; dashboard on "
+           f"http://localhost:{settings.dashboard_port}/, Data Docs on "
+           f"http://localhost:{settings.docs_port}/")
+    for s in stack.status(settings):
+        report(f"  {s.name:<9} {'healthy' if s.healthy else 'DOWN':<8} {s.address} {s.detail}")
+
+
+def down(settings: Settings, report=print) -> None:
+    for name in WORKERS:
+        worker(settings, name).stop()
+        report(f"{name:<9} stopped")
+    stack.stop(settings, report)

@@ -1,0 +1,38 @@
+"""`lakehouse status`: the services, the pages beside them, the analysts' sign-in and what
+the Bronze streams kept out, one line each."""
+
+from __future__ import annotations
+
+from bronze.tables import BRONZE_TABLES
+from dashboard import sources
+from infra import stack, workers
+from lakehouse.settings import Settings
+
+
+def show(settings: Settings) -> bool:
+    """Prints the status; returns whether every service is healthy."""
+    statuses = stack.status(settings)
+    for status in statuses:
+        print(status.line())
+    # The pages run with the demo only, so one that is not up fails no status check.
+    for page in workers.pages(settings):
+        print(page.line())
+    print(f"{'analyst':<9} {'':<8} {'JDBC sign-in':<30} user {settings.analyst_user}, "
+          f"password {settings.analyst_password}")
+    for line in stream_quarantine(settings):
+        print(line)
+    return all(s.healthy for s in statuses)
+
+
+def stream_quarantine(settings: Settings) -> list[str]:
+    """What the Bronze streams kept out: messages quarantined by a check, and those that
+    failed their batch (`not landable`, a fault no check foresaw)."""
+    kept_out = sources.quarantine_rows(settings)
+    lines = []
+    for table in BRONZE_TABLES:
+        counts = kept_out[kept_out["table"] == table.name].groupby("status")["rows"].sum()
+        if not counts.empty:
+            lines.append(f"{'stream':<9} {'kept out':<8} {table.name:<30} "
+                         + ", ".join(f"{rows:,} {status}" for status, rows in sorted(counts.items()))
+                         + f" (see {table.quarantine.qualified_name})")
+    return lines

@@ -1,0 +1,90 @@
+"""Every table of the lakehouse, from the layers' declarations (bronze/, silver/, gold/
+tables.py): the order derived tables run in, a continuous pass, the tables a command names,
+and a Spark session whose catalog holds them all (lakehouse/catalog.py registers them)."""
+
+from __future__ import annotations
+
+from pyspark.sql import SparkSession
+
+from bronze.tables import BRONZE_TABLES
+from gold.tables import GOLD_TABLES
+from lakehouse.settings import ConfigurationError, Settings
+from lakehouse.tables import LAYERS, DerivedTable, Table, quality_results_table
+from silver.tables import SILVER_TABLES
+
+
+def derived_tables() -> list[DerivedTable]:
+    """Every Silver and Gold table, each after the tables it reads, and depth first: a
+    table that reads the one just placed comes next, one that nothing reads (the end of a
+    chain, where analysts look) before one that others read. So in a continuous pass a
+    sale reaches Gold's daily sales without waiting for the unrelated tables."""
+    declared = SILVER_TABLES + GOLD_TABLES
+    read = {i.table.name for t in declared for i in t.inputs}
+    pending, ordered = list(declared), []
+    while pending:
+        ready = [t for t in pending
+                 if all(i.table in ordered or not isinstance(i.table, DerivedTable) for i in t.inputs)]
+        if not ready:
+            raise ValueError(f"tables {[t.name for t in pending]} read each other in a cycle")
+        follows = [t for t in ready if ordered and any(i.table is ordered[-1] for i in t.inputs)]
+        following = sorted(follows, key=lambda t: t.name in read) or ready
+        ordered.append(following[0])
+        pending.remove(following[0])
+    return ordered
+
+
+def continuous_pass(tables: list[DerivedTable] | None = None) -> list[DerivedTable]:
+    """One pass of the continuous pipeline over `tables` (all, in `derived_tables` order):
+    every table once, and the tables with a freshness target, with the derived tables they
+    read, again before each of the others. An urgent change then waits for one other
+    table's run instead of a whole pass, at the price of the others running less often."""
+    tables = derived_tables() if tables is None else tables
+    urgent = {t.name for t in tables if t.fresh_within}
+    for table in reversed(tables):  # readers come after their inputs
+        if table.name in urgent:
+            urgent |= {i.table.name for i in table.inputs if isinstance(i.table, DerivedTable)}
+    chain = [t for t in tables if t.name in urgent]
+    others = [t for t in tables if t.name not in urgent]
+    return [t for other in others for t in (*chain, other)] or chain
+
+
+def declared_tables() -> list[Table]:
+    derived = derived_tables()
+    return ([t for bronze in BRONZE_TABLES for t in (bronze, bronze.quarantine)]
+            + [t for table in derived for t in (table, table.quarantine)]
+            + [quality_results_table(layer) for layer in sorted({t.layer for t in derived})])
+
+
+def main_tables() -> list[Table]:
+    """The Bronze, Silver and Gold tables, without their quarantine and quality-result tables."""
+    return [*BRONZE_TABLES, *derived_tables()]
+
+
+def select(names: list[str] | None, tables: list[Table]) -> list[Table]:
+    """The tables among `tables` that `names` pick, all of them when none is given. A name is
+    a layer, `<layer>.<table>`, or a table's name."""
+    if not names:
+        return tables
+    picked = []
+    for name in names:
+        found = [t for t in tables if name in (t.layer, t.qualified_name, t.name)]
+        if not found:
+            raise ConfigurationError(f"no table or layer {name!r}; known: "
+                                     f"{', '.join(LAYERS)}, {', '.join(t.qualified_name for t in tables)}")
+        picked += [t for t in found if t not in picked]
+    return picked
+
+
+_registered_in: set[int] = set()
+
+
+def session(settings: Settings, app_name: str) -> SparkSession:
+    """The process's SparkSession (later calls get the first one), with the declared tables
+    registered in the catalog once."""
+    from lakehouse import catalog, spark
+
+    started = spark.session(settings, app_name)
+    if id(started) not in _registered_in:
+        catalog.register(started, settings, declared_tables())
+        _registered_in.add(id(started))
+    return started
