@@ -211,7 +211,6 @@ class Runner:
                  clock: Callable[[], datetime] = utc_now):
         """`clock` is the "now" that rules such as "not in the future" compare with."""
         self.spark, self.settings, self.clock = spark, settings, clock
-        self._gate: quality.Gate | None = None
         self._results: dict[str, list[tuple]] = {}
 
     def run(self, table: DerivedTable, full_refresh: bool = False) -> RunReport:
@@ -226,9 +225,6 @@ class Runner:
         began = time.monotonic()
         inputs = {i.table.name: self._input_timeline(table, i) for i in table.inputs}
         ends = {name: t.latest for name, t in inputs.items()}
-        snapshots = self._snapshots(table)
-        transform = self._transform(table, snapshots)
-
         path = table.path(self.settings)
         written = timeline.read(self.spark, path) if catalog.exists(self.spark, path) else None
         consumed = written.last_consumed if written else None
@@ -238,7 +234,11 @@ class Runner:
             pending = [i for i in table.inputs
                        if inputs[i.table.name].has_commits_after(consumed[i.table.name])]
             if not pending:
+                # Decided from timelines alone: an idle table opens none of its inputs.
                 return RunReport(table.name, "idle", seconds=time.monotonic() - began)
+        snapshots = self._snapshots(table)
+        transform = self._transform(table, snapshots)
+        if not reason:
             try:
                 return self._increment(table, snapshots, transform, pending, consumed, ends, began)
             except UnreadableChanges as error:
@@ -264,10 +264,8 @@ class Runner:
 
     @property
     def gate(self) -> quality.Gate:
-        if self._gate is None:
-            self._gate = quality.Gate(self.spark, self.settings.quality_dir,
-                                      self.settings.quality_in_memory_rows)
-        return self._gate
+        return quality.Gate.shared(self.spark, self.settings.quality_dir,
+                                   self.settings.quality_in_memory_rows)
 
     def _snapshots(self, table: DerivedTable) -> dict[str, DataFrame]:
         return {i.alias: snapshot(self.spark, i.table, self.settings) for i in table.inputs}
