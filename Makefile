@@ -8,7 +8,7 @@ LAKEHOUSE := $(VENV)/bin/lakehouse
 # and the browser (with its driver) in which the tests open the dashboard.
 APT_PACKAGES := postgresql openjdk-17-jdk-headless maven chromium chromium-driver
 
-.PHONY: help install env up services cluster down status seed simulate notebooks scheduler test test-unit test-long bench chaos docs docs-build clean
+.PHONY: help install env up services cluster down status seed simulate notebooks scheduler test test-unit test-long lint bench chaos docs docs-build clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -28,7 +28,7 @@ install: $(VENV)/.installed ## install system packages, the Python virtualenv an
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test,docs]'
+	$(VENV)/bin/pip install -q -e '.[test,docs,lint]'
 	touch $@
 
 env: ## write random local secrets to .env (kept if present)
@@ -66,6 +66,10 @@ test: install env ## unit and integration tests (starts the native services when
 
 test-long: install env ## the long integration tests: the fault matrix (one kill per part), the cluster pass, bulk loads across a graceful Connect stop (~12 min)
 	$(VENV)/bin/pytest -q --durations=5 -m long
+
+lint: install ## style checks: ruff over the Python, sqlfluff over the transforms' SQL
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/sqlfluff lint --disable-progress-bar silver/transforms gold/transforms
 
 test-unit: install ## unit tests only (no services)
 	$(VENV)/bin/pytest -q tests/unit

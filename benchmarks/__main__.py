@@ -7,7 +7,8 @@ they would compete for the same cores and write to the same source tables. Parts
 10,000-line seed leaves it when it starts from empty), `scheduler` (what running each table
 as a Dagster asset adds to its command), `commits` (the fixed cost of a small
 Hudi commit, lever by lever), `layout` (partition granularity, codec and bloom filters at
-the demo's size and at 10,000,000 sales lines, on tables of its own), `freshness` (the demo's workers running, how long a sale
+the demo's size and at 10,000,000 sales lines, on tables of its own),
+`freshness` (the demo's workers running, how long a sale
 takes from Postgres to Gold), `bronze`, `derived` (which grows the source tables to its
 largest size, 1,000,000 sales lines by default, and leaves them so: `make clean` starts
 over) and `serving` (the three read paths over the Gold the derived part built).
@@ -20,7 +21,7 @@ import json
 import os
 import shutil
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import pyspark
@@ -41,7 +42,7 @@ def machine() -> dict:
     memory_kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
                       if line.startswith("MemTotal:"))
     versions = read_versions()
-    return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d"), "cores": os.cpu_count(),
+    return {"date": datetime.now(UTC).strftime("%Y-%m-%d"), "cores": os.cpu_count(),
             "memory_gib": round(memory_kib / 2**20), "pyspark": pyspark.__version__,
             "hudi": versions["HUDI_VERSION"], "kafka": versions["KAFKA_VERSION"],
             "debezium": versions["DEBEZIUM_VERSION"]}

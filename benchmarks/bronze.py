@@ -21,7 +21,7 @@ import dataclasses
 import re
 import statistics
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -70,7 +70,7 @@ def _bulk_changes(settings: Settings, changes: int):
         raise BenchmarkError("retail tables are empty: run `lakehouse seed` first")
     size = SeedSize(changes, customers, len(prices))
     new_orders = sales(BENCH_SEED, size, prices, first_order_id=base + 1,
-                       placed_at=datetime.now(timezone.utc))
+                       placed_at=datetime.now(UTC))
     return [
         ("insert", lambda c: copy_rows(c, "sales_transactions", new_orders)),
         ("update", lambda c: c.execute(
@@ -135,7 +135,7 @@ def _completion_times(table_path: str) -> dict[str, datetime]:
         match = COMPLETED_INSTANT.fullmatch(entry.name)
         if match:
             times[match[1]] = datetime.strptime(match[2], "%Y%m%d%H%M%S%f").replace(
-                tzinfo=timezone.utc)
+                tzinfo=UTC)
     return times
 
 
@@ -151,8 +151,8 @@ def _samples(spark: SparkSession, settings: Settings, table: BronzeTable,
     samples = []
     for row in rows:
         visible = completed[row._hoodie_commit_time]
-        changed = row.changed_at.replace(tzinfo=timezone.utc)
-        started = row._ingested_at.replace(tzinfo=timezone.utc)
+        changed = row.changed_at.replace(tzinfo=UTC)
+        started = row._ingested_at.replace(tzinfo=UTC)
         samples.append(((visible - changed).total_seconds(), (started - changed).total_seconds(),
                         (visible - started).total_seconds()))
     return samples
@@ -181,7 +181,7 @@ def latency(spark: SparkSession, settings: Settings, trigger_seconds: int, durat
                 raise BenchmarkError(f"the continuous Bronze job did not start; see {job.log}")
             time.sleep(1)
         time.sleep(trigger_seconds + 5)  # its first, empty, micro-batches are done
-        since = datetime.now(timezone.utc)
+        since = datetime.now(UTC)
         report(f"latency: {duration:.0f} s of live workload ({transactions_per_second} "
                f"transactions/s, {events_per_second} events/s), trigger {trigger_seconds} s")
         plan = SimulationPlan(transactions_per_second, events_per_second, duration, BENCH_SEED)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import random
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -46,7 +46,7 @@ from serving import fastpath
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
 
 PROBE_ORDERS = 10**12  # far above the workload's order ids, which grow by one per order
-FIRST_PROBE_DAY = datetime(2001, 1, 1, 12, tzinfo=timezone.utc)
+FIRST_PROBE_DAY = datetime(2001, 1, 1, 12, tzinfo=UTC)
 LAYERS = {"bronze": SALES_TRANSACTIONS, "silver": UNIFIED_CUSTOMER_ORDERS, "gold": DAILY_SALES}
 
 
@@ -90,7 +90,7 @@ def _write_probes(settings: Settings, count: int, spacing: float, report) -> Non
                                 " ORDER BY product_id LIMIT 100").fetchall()
         for number in range(count):
             product_id, price = rng.choice(products)
-            now = datetime.now(timezone.utc)
+            now = datetime.now(UTC)
             conn.execute(
                 "INSERT INTO retail.sales_transactions (order_id, line_item_id, customer_id,"
                 " product_id, quantity, unit_price, discount, channel, status, transaction_ts,"
@@ -116,7 +116,7 @@ def _probe_latencies(spark: SparkSession, settings: Settings) -> list[dict]:
     completed = {layer: _completion_times(table.path(settings)) for layer, table in LAYERS.items()}
     results = []
     for probe in sorted(probes, key=lambda p: p.order_id):
-        written = probe._source_ts.replace(tzinfo=timezone.utc)
+        written = probe._source_ts.replace(tzinfo=UTC)
         results.append({"order_date": str(probe.order_date)} | {
             layer: round((completed[layer][probe[layer]] - written).total_seconds(), 1)
             for layer in LAYERS})
@@ -145,7 +145,7 @@ def measure(spark: SparkSession, settings: Settings, probes: int, spacing: float
     try:
         _wait_until(lambda: sum(t > built for t in _completion_times(DAILY_SALES.path(settings))) >= 2,
                     900, "the pipeline's second commit to Gold", workers)
-        since = datetime.now(timezone.utc)
+        since = datetime.now(UTC)
         began = time.monotonic()
         _write_probes(settings, probes, spacing, report)
         _wait_until(lambda: len(_probe_dates_in_gold(settings, probes)) == probes, 600,

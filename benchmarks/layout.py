@@ -123,7 +123,8 @@ def _one_table(spark: SparkSession, settings: Settings, table: Table, lines: int
                options: dict[str, str]) -> dict:
     path = table.path(settings)
     shutil.rmtree(path, ignore_errors=True)
-    result = {"load_seconds": round(write_lines(sales_lines(spark, 0, lines, 1, DAYS), table, options, path), 1)}
+    seconds = write_lines(sales_lines(spark, 0, lines, 1, DAYS), table, options, path)
+    result = {"load_seconds": round(seconds, 1)}
     small = []
     for commit in range(commits):
         recent = sales_lines(spark, lines - (commit + 1) * ROWS_PER_SMALL_COMMIT * 5,

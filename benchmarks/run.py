@@ -1,7 +1,8 @@
 """A scheduled `lakehouse run` after a burst of source changes, timed as its caller waits.
 
 First one pass over everything the sources hold, which builds every table (as the first
-`lakehouse run` after `make services` and the seed does); then the simulator runs its mix at the demo's proportions until it has written `changes` transactions
+`lakehouse run` after `make services` and the seed does); then the simulator runs its mix at
+the demo's proportions until it has written `changes` transactions
 to Postgres (new orders, status changes, price corrections, customer moves, deletes ...)
 and four events per transaction to the two event topics; once Debezium has published them,
 `lakehouse run` runs as its own process, JVM start included, and its output says where the

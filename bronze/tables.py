@@ -89,8 +89,8 @@ class BronzeTable(Table):
         unknown = sorted(set(personal.erased) - set(self.columns))
         if unknown:
             raise ValueError(f"table {self.name}: personal columns {unknown} are not among its columns")
-        protected = sorted(set(personal.erased) & {*self.record_key, *self.ordering,
-                                                   *([self.partitioning.column] if self.partitioning else [])})
+        partitioned_by = [self.partitioning.column] if self.partitioning else []
+        protected = sorted(set(personal.erased) & {*self.record_key, *self.ordering, *partitioned_by})
         if protected:
             raise ValueError(f"table {self.name}: {protected} locate the row (key, ordering or "
                              f"partition) and cannot be erased; leave them out of `erased`")

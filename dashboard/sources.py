@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import pandas as pd
@@ -195,7 +195,7 @@ def _timestamp_at(consumer, partition, offset: int) -> datetime | None:
     consumer.seek(partition, offset)
     for records in consumer.poll(timeout_ms=3000, max_records=1).values():
         for record in records:
-            return datetime.fromtimestamp(record.timestamp / 1000, timezone.utc).replace(tzinfo=None)
+            return datetime.fromtimestamp(record.timestamp / 1000, UTC).replace(tzinfo=None)
     return None
 
 

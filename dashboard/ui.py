@@ -4,7 +4,7 @@ several open browsers cost one read of each table per interval."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pandas as pd
 import streamlit as st
@@ -29,7 +29,7 @@ def refresh_seconds() -> int:
 
 def now() -> datetime:
     """Naive UTC, as the tables and timelines hold times."""
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 _cache = st.cache_data(ttl=refresh_seconds(), show_spinner=False)

@@ -176,7 +176,8 @@ def _slot_status(settings: Settings) -> ServiceStatus:
     name = connector.connector_definition()["config"]["slot.name"]
     slot = database.replication_slot(settings, name)
     if slot is None:
-        return ServiceStatus("wal slot", name, False, "not created yet: Debezium creates it at its first start")
+        return ServiceStatus("wal slot", name, False,
+                             "not created yet: Debezium creates it at its first start")
     attached = "Debezium attached" if slot["active"] else "no reader (is Connect down?)"
     return ServiceStatus(
         "wal slot", name, slot["wal_status"] in ("reserved", "extended"),

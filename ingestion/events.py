@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from kafka import KafkaProducer
 
@@ -26,7 +26,7 @@ def encode(event: dict | bytes) -> bytes:
 
 def _json_value(value):
     if isinstance(value, datetime):
-        return value.astimezone(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+        return value.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
     raise TypeError(f"not JSON-serialisable: {value!r}")
 
 
@@ -56,7 +56,7 @@ class EventStreams:
 
     def step(self) -> None:
         """Sends one event: a click (two times in three) or a stock movement."""
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         if self.rng.random() < 2 / 3:
             if not self.pending_clicks:
                 self.pending_clicks = generators.click_session(

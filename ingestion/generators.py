@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, UTC
 from decimal import Decimal
 
 from lakehouse.domain import CHANNELS, ORDER_STATUSES
@@ -53,7 +53,7 @@ INVENTORY_LOCATIONS = ["WH-EAST", "WH-WEST", "WH-EU", "WH-APAC"] + STORE_IDS[:6]
 INVENTORY_REASONS = ["sale", "restock", "return", "adjustment", "damage"]
 
 # Seeded history ends here, so seeded data never lies in the future whatever the clock.
-SEED_HISTORY_END = datetime(2026, 1, 1, tzinfo=timezone.utc)
+SEED_HISTORY_END = datetime(2026, 1, 1, tzinfo=UTC)
 SEED_HISTORY_DAYS = 365
 
 

@@ -33,7 +33,7 @@ class SeedSize:
 
     @classmethod
     def for_lines(cls, sales_lines: int, customers: int | None = None,
-                  products: int | None = None) -> "SeedSize":
+                  products: int | None = None) -> SeedSize:
         """About ten lines per customer and fifty per product, as in a mid-size retailer."""
         return cls(sales_lines, customers or max(50, sales_lines // 10),
                    products or max(20, sales_lines // 50))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from decimal import Decimal
 
 import psycopg
@@ -40,7 +40,7 @@ class KeySpace:
     bad_rows: list[tuple[datetime, str, int]] = field(default_factory=list)
 
     @classmethod
-    def load(cls, conn: psycopg.Connection) -> "KeySpace":
+    def load(cls, conn: psycopg.Connection) -> KeySpace:
         row = conn.execute(
             "SELECT (SELECT coalesce(max(customer_id), 0) FROM retail.customer_master),"
             " (SELECT coalesce(max(product_id), 0) FROM retail.product_catalog"
@@ -272,4 +272,4 @@ class OltpWorkload:
         else:
             operation = self.rng.choices(self.operations, weights=self.weights)[0]
         with self.conn.transaction():
-            return operation(self.conn, self.rng, self.keys, datetime.now(timezone.utc))
+            return operation(self.conn, self.rng, self.keys, datetime.now(UTC))

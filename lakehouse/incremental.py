@@ -35,7 +35,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from functools import reduce
 
 from py4j.protocol import Py4JJavaError
@@ -203,7 +203,7 @@ RESULTS_SCHEMA = T.StructType([
 
 def utc_now() -> datetime:
     """Naive UTC, as Spark hands timestamps to Python (lakehouse/spark.py sets the zone)."""
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)
 
 
 class Runner:

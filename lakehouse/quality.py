@@ -351,7 +351,7 @@ class Gate:
         # in the same process (a test's scratch table) must not be checked by its old suite.
         declared = (name, repr(rules))
         if (declared, engine) not in self._checkpoints:
-            gx, expectations = self._gx, self._gx.expectations
+            gx = self._gx
             if declared not in self._suites:  # one suite for both engines
                 self._suites[declared] = self.context.suites.add_or_update(gx.ExpectationSuite(
                     name=name, expectations=[e for r in rules for e in self._expectations(r)]))

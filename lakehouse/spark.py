@@ -57,7 +57,7 @@ def storage_config(settings: Settings) -> dict[str, str]:
     if settings.warehouse.startswith("hdfs://"):
         config["spark.hadoop.dfs.client.block.write.locateFollowingBlock.initial.delay.ms"] = "10"
     if settings.s3_endpoint:
-        settings.s3_secret_key  # fails here, naming the variable, when it is not set
+        settings.s3_secret_key  # noqa: B018 - fails here, naming the variable, when it is not set
         config |= {"spark.hadoop.fs.s3a.endpoint": settings.s3_endpoint,
                    "spark.hadoop.fs.s3a.path.style.access": "true",
                    "spark.hadoop.fs.s3a.access.key": settings.s3_access_key,

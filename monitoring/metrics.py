@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -54,7 +54,7 @@ def read_state(settings: Settings) -> PipelineState:
     commits = {t.name: history(settings.warehouse, t.qualified_name) if sources.written(settings, t)
                else [] for t in tables}
     return PipelineState(
-        read_at=datetime.now(timezone.utc).replace(tzinfo=None),
+        read_at=datetime.now(UTC).replace(tzinfo=None),
         tables=sources.table_states(settings), commits=commits,
         quarantine=_or_nothing(lambda: [tuple(r) for r in
                                         sources.quarantine_rows(settings).itertuples(index=False)]),
@@ -119,7 +119,7 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
         elif s.lag_known:
             lag.add_metric([s.layer, s.name], 0.0)
         if s.last_commit is not None:
-            last_commit.add_metric([s.layer, s.name], s.last_commit.replace(tzinfo=timezone.utc).timestamp())
+            last_commit.add_metric([s.layer, s.name], s.last_commit.replace(tzinfo=UTC).timestamp())
         if s.waiting is not None:
             kafka_lag.add_metric([topics[s.name], s.name], s.waiting)
 
@@ -183,8 +183,8 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
         up.add_metric([name], 1.0 if healthy else 0.0)
     read = gauge("metrics_read_seconds", "How long reading the pipeline's state took.", [])
     read.add_metric([], state.seconds)
-    return [lag, last_commit, kafka_lag, data_files, data_bytes, average, partitions, commits, written, deleted, duration, last_rows,
-            kept_out, failing, unexpected, up, read]
+    return [lag, last_commit, kafka_lag, data_files, data_bytes, average, partitions, commits, written,
+            deleted, duration, last_rows, kept_out, failing, unexpected, up, read]
 
 
 class PipelineCollector(Collector):

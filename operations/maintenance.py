@@ -60,7 +60,8 @@ class TableFiles:
         return {"table": self.name, "type": self.table_type, "files": self.files,
                 "snapshot_files": self.snapshot_files, "log_files": self.log_files,
                 "bytes": self.storage.bytes, "average_file_bytes": self.storage.average_bytes,
-                "partitions": self.storage.partitions, "commits": self.commits, "pending_compactions": self.pending_compactions,
+                "partitions": self.storage.partitions, "commits": self.commits,
+                "pending_compactions": self.pending_compactions,
                 "oldest_retained_commit": self.oldest_retained}
 
 

@@ -3,7 +3,7 @@ declared quality rule, one freshness check per Gold table. Nothing here names a 
 table added to `<layer>/tables.py` is on the graph with no edit."""
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 import dagster as dg
 from hudi import HudiTable
@@ -172,4 +172,4 @@ def _last_commit(table: Table, settings: Settings) -> datetime | None:
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc).replace(tzinfo=None)
+    return datetime.now(UTC).replace(tzinfo=None)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from datetime import timezone
+from datetime import UTC
 
 import psycopg
 from pyspark.sql import DataFrame, SparkSession
@@ -54,7 +54,7 @@ def _text(value) -> str | None:
     if value is None:
         return None
     if hasattr(value, "tzinfo") and hasattr(value, "hour"):
-        return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")
+        return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
     if isinstance(value, bool):
         return str(value).lower()
     return str(value)

@@ -52,7 +52,8 @@ with st.sidebar:
     categories = st.multiselect("Categories", sorted(sales["product_category"].dropna().unique()),
                                 default=[c for c in chosen.categories if c in set(sales["product_category"])])
 # While a range is being picked the widget holds its first day only.
-start, end = (dates[0], dates[-1]) if isinstance(dates, (tuple, list)) and dates else (chosen.start, chosen.end)
+start, end = ((dates[0], dates[-1]) if isinstance(dates, (tuple, list)) and dates
+              else (chosen.start, chosen.end))
 sales_filter = panels.SalesFilter(start, end, tuple(regions), tuple(categories))
 st.query_params.from_dict(panels.filter_params(sales_filter))
 
@@ -107,7 +108,8 @@ def business_panels(sales_filter: panels.SalesFilter) -> None:
         products = ui.read(ui.top_products, panels.top_products_query(sales_filter))
         if products is not None:
             st.dataframe(products.astype({"total_sales_amount": float}), hide_index=True, width="stretch",
-                         column_order=("product_name", "product_category", "total_sales_amount", "units_sold"),
+                         column_order=("product_name", "product_category", "total_sales_amount",
+                                       "units_sold"),
                          column_config={"product_name": "product", "product_category": "category",
                                         "total_sales_amount": st.column_config.NumberColumn(
                                             "sales", format="%.2f"),

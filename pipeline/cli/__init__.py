@@ -29,7 +29,7 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="lakehouse", description=DESCRIPTION)
     commands = root.add_subparsers(dest="command", required=True)
     adders = {name: add for group in GROUPS for name, add in group.COMMANDS.items()}
-    for name, add in sorted(adders.items(), key=lambda item: ORDER.index(item[0])):
+    for _, add in sorted(adders.items(), key=lambda item: ORDER.index(item[0])):
         add(commands)
     return root
 

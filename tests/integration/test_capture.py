@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from decimal import Decimal
 
 from ingestion import connector
 from ingestion.topics import cdc_topic
 
-NOW = datetime(2026, 6, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)
+NOW = datetime(2026, 6, 1, 12, 30, 15, 123456, tzinfo=UTC)
 NOW_ISO = "2026-06-01T12:30:15.123456Z"
 
 

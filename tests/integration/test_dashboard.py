@@ -133,7 +133,8 @@ def test_the_business_page_shows_gold_numbers_for_the_filter_in_a_browser(built,
         browser.save_screenshot(str(output_dir / "dashboard-pipeline.png"))
         assert shown["Tables written"] == f"{len(written)} of {len(tables)}"
         assert shown["Rows kept out"] == f"{kept_out:,}"
-        assert "Tables: Postgres and Kafka → Bronze → Silver → Gold" in browser.find_element(By.TAG_NAME, "body").text
+        body = browser.find_element(By.TAG_NAME, "body").text
+        assert "Tables: Postgres and Kafka → Bronze → Silver → Gold" in body
 
 
 def _closed_port() -> int:
@@ -142,13 +143,15 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_before_gold_and_with_a_service_down_the_page_says_what_and_why(services, browser, tmp_path, output_dir):
+def test_before_gold_and_with_a_service_down_the_page_says_what_and_why(services, browser, tmp_path,
+                                                                       output_dir):
     kafka = f"localhost:{_closed_port()}"
     env = {**_cli_env(services), "LAKEHOUSE_WAREHOUSE": str(tmp_path / "warehouse"),
            "LAKEHOUSE_CHECKPOINTS": str(tmp_path / "warehouse" / "_checkpoints"),
            "KAFKA_BOOTSTRAP_SERVERS": kafka}
     with dashboard(env, services.dashboard_port + 2) as address:
-        open_and_wait(browser, address, lambda d: "Gold has no data yet" in d.find_element(By.TAG_NAME, "body").text)
+        open_and_wait(browser, address,
+                      lambda d: "Gold has no data yet" in d.find_element(By.TAG_NAME, "body").text)
         browser.save_screenshot(str(output_dir / "dashboard-before-gold.png"))
         text = browser.find_element(By.TAG_NAME, "body").text
     assert "Tables committed so far: bronze 0 of 5, silver 0 of 4, gold 0 of 2" in text

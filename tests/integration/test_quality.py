@@ -6,7 +6,7 @@ own contract on what Silver hands it."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 import pytest
 from pyspark.sql import functions as F
@@ -41,7 +41,7 @@ def insert_line(db, order_id, line_item_id, customer_id, product_id, quantity=2,
     db.execute("INSERT INTO retail.sales_transactions VALUES "
                "(%s, %s, %s, %s, %s, %s, %s, %s, NULL, %s, %s, now())",
                (order_id, line_item_id, customer_id, product_id, quantity, unit_price, discount,
-                channel, status, transaction_ts or datetime.now(timezone.utc)))
+                channel, status, transaction_ts or datetime.now(UTC)))
 
 
 def promoted_keys(spark, settings, table=ORDERS) -> set[tuple]:
@@ -80,7 +80,7 @@ def test_bad_rows_and_events_are_kept_out_with_their_reason_and_promoted_once_fi
                "'not-an-email', phone, birth_date, city, state, country, region, loyalty_tier, "
                "created_at, now() FROM retail.customer_master WHERE customer_id = %s",
                (BAD_EMAIL_CUSTOMER, customer_id))
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     bad = {  # line -> the rules it breaks (a negative quantity makes a negative amount, too)
         (FIRST_ORDER, 2): ["discount <= line amount", "quantity > 0"],
         (FIRST_ORDER, 3): ["product exists"],

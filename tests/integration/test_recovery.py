@@ -4,7 +4,7 @@ not even inside a bulk load whose rows share WAL positions."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from decimal import Decimal
 
 import pytest
@@ -44,7 +44,7 @@ BULK_LINES = 60_000
 
 
 def _copy_lines(db, first_order_id: int) -> None:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     lines = ({"order_id": first_order_id + n, "line_item_id": 1, "customer_id": 1 + n % 50,
               "product_id": 1 + n % 20, "quantity": 1 + n % 3, "unit_price": Decimal("9.99"),
               "discount": Decimal("0.00"), "channel": "web", "store_id": None, "status": "pending",
@@ -102,7 +102,8 @@ def test_a_bulk_load_streaming_when_connect_stops_reaches_kafka_and_bronze_whole
                 tx_id = tx_id or (events[0]["source"]["txId"] if events else None)
                 if tx_id and any(v and v.get("txId") == tx_id for _, v in offsets.poll(100)):
                     break
-                assert time.monotonic() < deadline, f"no offset committed inside the load; {len(arrived)} lines arrived"
+                assert time.monotonic() < deadline, (f"no offset committed inside the load; "
+                                                     f"{len(arrived)} lines arrived")
             stack.stop_service(services, "connect", crash=crash)
             connect_stopped = True
             while events := _ours(lines.poll(1000), load_start):

@@ -123,7 +123,7 @@ def test_a_dropped_column_stops_bronze_until_the_declaration_drops_it_and_nothin
         db.execute("UPDATE retail.product_catalog SET unit_price = unit_price + 1, updated_ts = now()"
                    " WHERE product_id = %s", (product,))
         wait_for_change(topic_reader, product)
-        for attempt in range(2):  # the batch is still there for a second try: nothing moved on
+        for _ in range(2):  # the batch is still there for a second try: nothing moved on
             with pytest.raises(BronzeError) as stopped:
                 BronzeJob(spark, services, (PRODUCT_CATALOG,)).drain()
             assert str(stopped.value).startswith(

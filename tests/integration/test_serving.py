@@ -10,7 +10,7 @@ import pwd
 import re
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 
 import pytest
@@ -38,7 +38,7 @@ def lakehouse(built):
 def _normalized(value):
     """One value as every client can agree on it: timestamps as naive UTC."""
     if isinstance(value, datetime) and value.tzinfo is not None:
-        return value.astimezone(timezone.utc).replace(tzinfo=None)
+        return value.astimezone(UTC).replace(tzinfo=None)
     return value
 
 
@@ -89,7 +89,8 @@ def test_jdbc_clients_and_the_fast_path_answer_what_spark_sql_answers(lakehouse,
         cursor.execute(sql)
         assert _rows(cursor.fetchall()) == expected
 
-    assert _beeline(lakehouse, sql, tmp_path / "password") == sorted([_as_text(v) for v in row] for row in expected)
+    answered = _beeline(lakehouse, sql, tmp_path / "password")
+    assert answered == sorted([_as_text(v) for v in row] for row in expected)
 
     assert _rows(tuple(r.values()) for r in fastpath.query(lakehouse.warehouse, sql).table.to_pylist()) \
         == expected

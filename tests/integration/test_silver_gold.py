@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, UTC
 from pathlib import Path
 
 from kafka import KafkaProducer
@@ -92,7 +92,7 @@ def test_incremental_runs_equal_a_full_rebuild(services, spark, db, producer):
     # on the previous day, so the session moves to another session_date partition.
     # Yesterday's noon: today's lies in the future before midday, where "session_end_ts is
     # not in the future" would rightly quarantine the session.
-    noon = (datetime.now(timezone.utc) - timedelta(days=1)).replace(hour=12, minute=0, second=0,
+    noon = (datetime.now(UTC) - timedelta(days=1)).replace(hour=12, minute=0, second=0,
                                                                     microsecond=0)
     late_session = [[click("late-session", "purchase", noon + timedelta(minutes=5), 3),
                      click("late-session", "page_view", noon, 2)],
@@ -162,7 +162,7 @@ def test_gold_follows_deletes_region_moves_and_late_customers(services, spark, d
     orders = snapshot(spark, UNIFIED_CUSTOMER_ORDERS, services)
     assert orders.where(f"order_id = {order + 1}").count() == 0, "a line without its customer was promoted"
     mover_lines = orders.where(f"customer_id = {mover} AND status = 'completed'").collect()
-    groups = {(str(l.order_date), l.product_category) for l in mover_lines}
+    groups = {(str(line.order_date), line.product_category) for line in mover_lines}
     totals_before = {g: _gold_total(spark, services, *g, old_region) for g in groups}
 
     db.execute(f"DELETE FROM retail.sales_transactions WHERE order_id = {order}")
@@ -177,7 +177,8 @@ def test_gold_follows_deletes_region_moves_and_late_customers(services, spark, d
         "a group whose only line was deleted is still in Gold"
     assert _gold_total(spark, services, "2025-06-02", category, "europe") == 29
     for group in groups:
-        moved = sum(l.line_total for l in mover_lines if (str(l.order_date), l.product_category) == group)
+        moved = sum(line.line_total for line in mover_lines
+                    if (str(line.order_date), line.product_category) == group)
         assert _gold_total(spark, services, *group, new_region) == moved
         left = _gold_total(spark, services, *group, old_region)
         assert (left or 0) == totals_before[group] - moved
@@ -232,7 +233,7 @@ def test_the_continuous_pipeline_brings_a_sale_to_gold_and_stops_with_its_bronze
                    " updated_ts) VALUES (%s, 1, (SELECT min(customer_id) FROM retail.customer_master),"
                    " (SELECT min(product_id) FROM retail.product_catalog), 2, 10.00, 0, 'web',"
                    " 'completed', %s, now())",
-                   (order_id, datetime(day.year, day.month, day.day, 12, tzinfo=timezone.utc)))
+                   (order_id, datetime(day.year, day.month, day.day, 12, tzinfo=UTC)))
         deadline = time.monotonic() + 300
         while not (units := _units_sold_on(services, day)):
             assert pipeline.running(), f"the pipeline stopped:\n{tail(pipeline.log)}"

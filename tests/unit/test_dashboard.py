@@ -119,7 +119,8 @@ def test_a_link_carries_the_filter_and_a_broken_link_falls_back_to_the_default()
     assert panels.filter_from_params({"start": "2026-13-01"}, default) == (
         default, "the link's filter was ignored: month must be in 1..12")
     assert panels.filter_from_params({"start": "2026-11-03", "end": "2026-11-01"}, default) == (
-        default, "the link's filter was ignored: the date range starts (2026-11-03) after it ends (2026-11-01)")
+        default,
+        "the link's filter was ignored: the date range starts (2026-11-03) after it ends (2026-11-01)")
 
 
 def test_the_default_filter_spans_every_day_with_sales():

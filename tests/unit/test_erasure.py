@@ -30,8 +30,8 @@ def test_rows_about_or_mentioning_the_customer_are_redacted_and_the_others_left_
         (8, "Cy", "cy@example.com", "Lima", "latin_america", "[]"),
     ], "customer_id long, first_name string, email string, city string, region string, "
        "sample_values string")
-    redacted = {r.customer_id: r for r in
-                redaction.redact(frame, "customer_id", [42], PERSONAL, ["Ann", "ann.lee@example.com"]).collect()}
+    rewritten = redaction.redact(frame, "customer_id", [42], PERSONAL, ["Ann", "ann.lee@example.com"])
+    redacted = {r.customer_id: r for r in rewritten.collect()}
     assert set(redacted) == {42, 7}, "a row neither about nor mentioning her was rewritten"
     about = redacted[42]
     assert (about.first_name, about.email, about.city) == (None, None, None)

@@ -4,7 +4,7 @@ compared with them, without running a table."""
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 
 import dagster as dg
 import pytest
@@ -40,7 +40,8 @@ def test_every_declared_rule_is_an_asset_check_and_a_fail_tier_one_blocks_downst
             assert spec.description == f"{rule.tier} tier: {rule.name}"
             assert spec.blocking == (rule.tier == FAIL)
     # What is left: one freshness check per Gold table.
-    assert set(specs) == {(assets.asset_key(t), assets.FRESHNESS_CHECK) for t in (DAILY_SALES, CUSTOMER_SEGMENTS)}
+    assert set(specs) == {(assets.asset_key(t), assets.FRESHNESS_CHECK)
+                          for t in (DAILY_SALES, CUSTOMER_SEGMENTS)}
 
 
 def test_a_newly_declared_table_is_on_the_graph_with_no_other_edit(monkeypatch):
@@ -55,7 +56,7 @@ def test_the_schedule_runs_every_table_on_the_configured_cron():
     assert every_table.cron_schedule == SETTINGS.schedule_cron == "0 * * * *"
     assert every_table.default_status == dg.DefaultScheduleStatus.RUNNING
     tick = every_table.evaluate_tick(dg.build_schedule_context(
-        scheduled_execution_time=datetime(2026, 11, 25, 13, 0, tzinfo=timezone.utc)))
+        scheduled_execution_time=datetime(2026, 11, 25, 13, 0, tzinfo=UTC)))
     assert len(tick.run_requests) == 1 and every_table.job_name == definitions.EVERY_TABLE_JOB
     job = DEFS.resolve_job_def(definitions.EVERY_TABLE_JOB)
     assert set(job.asset_layer.executable_asset_keys) == set(GRAPH.get_all_asset_keys())

@@ -1,4 +1,4 @@
-from datetime import date, datetime, timezone
+from datetime import date, datetime, UTC
 from decimal import Decimal
 
 import pyarrow as pa
@@ -25,7 +25,8 @@ def test_an_unknown_table_is_named_with_the_tables_that_exist(tmp_path):
 
 @pytest.mark.parametrize("sql, refused", [
     ("COPY (SELECT 1 AS n) TO '{out}'", "DML not supported: COPY"),
-    ("CREATE EXTERNAL TABLE e STORED AS CSV LOCATION '/etc/passwd'", "DDL not supported: CreateExternalTable"),
+    ("CREATE EXTERNAL TABLE e STORED AS CSV LOCATION '/etc/passwd'",
+     "DDL not supported: CreateExternalTable"),
     ("CREATE TABLE t AS SELECT 1", "DDL not supported: CreateMemoryTable"),
     ("SET datafusion.execution.batch_size = 1", "Statement not supported: SetVariable"),
 ])
@@ -59,7 +60,7 @@ def test_a_table_without_a_completed_commit_says_it_has_no_data_yet(tmp_path):
 def test_rows_render_as_an_aligned_table_with_exact_values():
     table = pa.table({"day": [date(2025, 6, 1), None],
                       "amount": pa.array([Decimal("10.50"), Decimal("2.00")], pa.decimal128(18, 2)),
-                      "at": [datetime(2025, 6, 1, 10, 0, tzinfo=timezone.utc), None]})
+                      "at": [datetime(2025, 6, 1, 10, 0, tzinfo=UTC), None]})
     assert fastpath.render(table, limit=1).splitlines() == [
         "+------------+--------+---------------------------+",
         "| day        | amount | at                        |",
