@@ -143,7 +143,7 @@ def _argument(value) -> str:
 
 
 def _rule_rows(table) -> list[str]:
-    from lakehouse.quality import HELD_BACK
+    from lakehouse.rules import HELD_BACK
 
     lines = ["| rule | tier | checked with | on | arguments |", "|---|---|---|---|---|"]
     for rule in table.rules:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from lakehouse import quality as expect
+from lakehouse import rules as expect
 from lakehouse.tables import DerivedTable, Input, Partitioning
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 

@@ -43,7 +43,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakehouse import catalog, layout, quality, timeline
+from lakehouse import catalog, layout, quality, rules, timeline
 from lakehouse.layout import DELETED, snapshot, with_partition_field, within
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Input, quality_results_table
@@ -301,7 +301,7 @@ class Runner:
              validated_at, validated_at.date())
             for o in verdict.outcomes)
         if verdict.failures:
-            raise quality.QualityGateFailed(
+            raise rules.QualityGateFailed(
                 "; ".join(f.message(table.name, verdict.rows) for f in verdict.failures)
                 + f". Nothing was committed and the checkpoint of {table.name} did not move: "
                   f"correct those rows at the source (or the rule in {table.layer}/tables.py) "
@@ -359,7 +359,7 @@ class Runner:
                  .join(produced.withColumn("produced", F.lit(True)), keys, "left"))
         total, promoted_rows, quarantined, held_back, both, neither = where.agg(
             F.count(F.lit(1)), F.count_if(F.col("promoted")),
-            F.count_if(status == quality.QUARANTINED), F.count_if(status == quality.HELD_BACK),
+            F.count_if(status == rules.QUARANTINED), F.count_if(status == rules.HELD_BACK),
             F.count_if(F.col("promoted") & status.isNotNull()),
             F.count_if(F.col("produced") & F.col("promoted").isNull() & status.isNull())).first()
         if both or neither:

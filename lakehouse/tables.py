@@ -22,7 +22,7 @@ from datetime import timedelta
 from importlib import resources
 from importlib.resources.abc import Traversable
 
-from lakehouse import quality
+from lakehouse.rules import Rule, key_rules
 from lakehouse.settings import Settings
 
 LAYERS = ("bronze", "silver", "gold")
@@ -177,7 +177,7 @@ class DerivedTable(Table):
     name of a SQL file beside the declaration (`<layer>/transforms/<transform>.sql`) that
     reads each input by its alias and returns one row per record key.
 
-    `expectations` are the quality rules (lakehouse/quality.py) every batch must meet before
+    `expectations` are the quality rules (lakehouse/rules.py) every batch must meet before
     it is promoted into the table; the key's rules are added to them.
 
     `fresh_within` is how far behind its sources the continuous pipeline keeps the table: it
@@ -187,7 +187,7 @@ class DerivedTable(Table):
 
     inputs: tuple[Input, ...]
     transform: str
-    expectations: tuple[quality.Rule, ...] = ()
+    expectations: tuple[Rule, ...] = ()
     fresh_within: timedelta | None = None
     table_type: str = "COPY_ON_WRITE"
     merge_mode: str = "COMMIT_TIME_ORDERING"
@@ -214,8 +214,8 @@ class DerivedTable(Table):
                              f"which must be input aliases ({aliases})")
 
     @property
-    def rules(self) -> tuple[quality.Rule, ...]:
-        return quality.key_rules(self.record_key) + self.expectations
+    def rules(self) -> tuple[Rule, ...]:
+        return key_rules(self.record_key) + self.expectations
 
     @property
     def quarantine(self) -> Table:

@@ -9,7 +9,7 @@ import dagster as dg
 from hudi import HudiTable
 
 from bronze.tables import BRONZE_TABLES, BronzeTable
-from lakehouse.quality import FAIL, Rule
+from lakehouse.rules import FAIL, Rule
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Table
 from orchestration.commands import TableJobFailed, latest_results, run_table

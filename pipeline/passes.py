@@ -16,7 +16,7 @@ from bronze.job import BronzeJob
 from bronze.tables import BRONZE_TABLES, BronzeTable, bronze_table
 from lakehouse import locks
 from lakehouse.incremental import IncrementalError, Runner
-from lakehouse.quality import QualityGateFailed
+from lakehouse.rules import QualityGateFailed
 from lakehouse.settings import ConfigurationError, Settings
 from lakehouse.tables import DerivedTable
 from pipeline.commands import lakehouse

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from bronze.tables import (CUSTOMER_MASTER, INVENTORY_UPDATES, PRODUCT_CATALOG,
                            SALES_TRANSACTIONS, WEB_CLICKSTREAMS)
-from lakehouse import quality as expect
+from lakehouse import rules as expect
 from lakehouse.domain import CHANNELS, ORDER_STATUSES, email_problem
 from lakehouse.tables import DerivedTable, Input, Partitioning
 

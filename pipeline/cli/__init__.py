@@ -36,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from lakehouse.locks import WriterBusy
-    from lakehouse.quality import QualityGateFailed
+    from lakehouse.rules import QualityGateFailed
 
     args = parser().parse_args(argv)
     settings = None

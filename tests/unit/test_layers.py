@@ -131,3 +131,16 @@ def test_building_a_session_needs_nothing_above_the_core():
     infra/."""
     assert {_package(m) for m in IMPORTS["lakehouse.spark"]} <= {CORE}
     assert "lakehouse.spark" not in IMPORTS["infra.native.jars"]
+
+
+def test_declaring_the_tables_imports_neither_pyspark_nor_great_expectations():
+    """Rules are plain data (lakehouse/rules.py), so whatever only reads the declarations
+    (the scheduler's graph, the reference pages, the JVM-free path) stays light."""
+    import subprocess
+    import sys
+
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, bronze.tables, silver.tables, gold.tables; "
+                               "print(sorted({'pyspark', 'great_expectations'} & set(sys.modules)))"],
+        cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"

@@ -11,7 +11,7 @@ import pytest
 
 from bronze.tables import BRONZE_TABLES
 from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
-from lakehouse.quality import FAIL
+from lakehouse.rules import FAIL
 from lakehouse.settings import load
 from orchestration import assets, commands, definitions
 from pipeline.commands import (EXIT_CONFIGURATION, EXIT_FAILURE, EXIT_QUALITY_GATE,

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from lakehouse import quality
+from lakehouse import quality, rules
 from pipeline.tables import derived_tables
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 
@@ -21,7 +21,7 @@ def test_every_table_checks_its_key_first():
         expected = [f"{c} is not null" for c in table.record_key] + [
             f"{', '.join(table.record_key)} unique"]
         assert names[:len(expected)] == expected
-        assert all(r.tier == quality.FAIL for r in table.rules[:len(expected)])
+        assert all(r.tier == rules.FAIL for r in table.rules[:len(expected)])
 
 
 def test_referential_rules_wait_for_the_input_that_brings_the_missing_row():
@@ -31,39 +31,39 @@ def test_referential_rules_wait_for_the_input_that_brings_the_missing_row():
 
 def test_a_batch_rule_cannot_quarantine():
     with pytest.raises(ValueError, match="checks the batch as a whole, it has no rows to quarantine"):
-        quality.row_count(minimum=1, tier=quality.QUARANTINE)
+        rules.row_count(minimum=1, tier=rules.QUARANTINE)
 
 
 def test_an_unknown_tier_is_refused():
     with pytest.raises(ValueError, match="tier must be one of"):
-        quality.between("quantity", 1, tier="drop")
+        rules.between("quantity", 1, tier="drop")
 
 
 def test_a_pattern_must_match_the_whole_value():
     with pytest.raises(ValueError, match=r"anchor the pattern with \^\.\.\.\$"):
-        quality.matches("email", "@")
+        rules.matches("email", "@")
 
 
 def test_a_rule_waits_only_for_an_input_of_its_table():
     with pytest.raises(ValueError, match=r"rules wait for \['suppliers'\], which must be input aliases"):
         dataclasses.replace(CUSTOMER_PROFILES, expectations=(
-            quality.exists("supplier", "supplier_name", waits_for="suppliers"),))
+            rules.exists("supplier", "supplier_name", waits_for="suppliers"),))
 
 
 def test_rule_names_are_distinct_within_a_table():
     with pytest.raises(ValueError, match="rule names .* must be distinct"):
         dataclasses.replace(CUSTOMER_PROFILES, expectations=(
-            quality.between("lifetime_value", 0), quality.between("lifetime_value", 0)))
+            rules.between("lifetime_value", 0), rules.between("lifetime_value", 0)))
 
 
 def test_freshness_and_future_rules_take_the_clock_at_validation():
     from datetime import datetime, timedelta
-    rules = (quality.not_in_future("ts"), quality.fresh("ts", within=timedelta(hours=2)))
+    timed = (rules.not_in_future("ts"), rules.fresh("ts", within=timedelta(hours=2)))
     now = datetime(2026, 6, 1, 12, 0)
-    assert quality.expectation_parameters(rules, now) == {
+    assert rules.expectation_parameters(timed, now) == {
         "now": now, "fresh_since_7200": datetime(2026, 6, 1, 10, 0)}
-    assert rules[1].name == "newest ts at most 2 hours old"
-    assert [r.depends_on_clock for r in rules + (quality.between("ts", 0),)] == [True, True, False]
+    assert timed[1].name == "newest ts at most 2 hours old"
+    assert [r.depends_on_clock for r in timed + (rules.between("ts", 0),)] == [True, True, False]
 
 
 def test_data_docs_keep_the_newest_runs_of_each_table(tmp_path):
@@ -125,13 +125,13 @@ def test_the_in_memory_and_the_spark_engine_reach_the_same_verdict(spark, tmp_pa
 
 def test_a_null_breaks_a_value_rule_unless_the_rule_allows_it(spark, tmp_path):
     """GX's value expectations let nulls pass unjudged: a null channel is not a known one."""
-    rules = (quality.in_set("channel", ("store", "web")),
-             quality.between("discount", 0, name="discount >= 0", nullable=True))
+    declared = (rules.in_set("channel", ("store", "web")),
+                rules.between("discount", 0, name="discount >= 0", nullable=True))
     batch = spark.createDataFrame([(1, "web", None), (2, None, 1.0), (3, "fax", 2.0)],
                                   "id long, channel string, discount double")
     gate = quality.Gate(spark, tmp_path / "quality", in_memory_rows=1_000)
     for engine in ("spark", "pandas"):
-        channel, discount = gate.validate("nulls", rules, ("id",), batch, datetime(2026, 6, 1),
+        channel, discount = gate.validate("nulls", declared, ("id",), batch, datetime(2026, 6, 1),
                                           engine).outcomes
         assert (channel.success, channel.unexpected_count) == (False, 2), engine
         assert sorted(key["id"] for key in channel.failing_keys) == [2, 3], engine
