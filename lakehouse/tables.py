@@ -26,6 +26,11 @@ from lakehouse.rules import Rule, key_rules
 from lakehouse.settings import Settings
 
 LAYERS = ("bronze", "silver", "gold")
+
+
+def table_path(warehouse: str, layer: str, name: str) -> str:
+    """Where every table lives: `<warehouse>/<layer>/<table>`, on any file system."""
+    return f"{warehouse.rstrip('/')}/{layer}/{name}"
 TABLE_TYPES = ("MERGE_ON_READ", "COPY_ON_WRITE")
 # Every commit records the layout its files were written in (lakehouse/layout.py), under a
 # key Hudi copies into the commit's metadata (its prefix is Hudi's default, `_`).
@@ -140,7 +145,7 @@ class Table:
         return f"{self.layer}.{self.name}"
 
     def path(self, settings: Settings) -> str:
-        return f"{settings.warehouse.rstrip('/')}/{self.layer}/{self.name}"
+        return table_path(settings.warehouse, self.layer, self.name)
 
 
 @dataclass(frozen=True)

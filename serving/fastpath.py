@@ -4,8 +4,9 @@ hudi-rs (PyPI `hudi`) reads the Hudi tables (a MERGE_ON_READ table's base and lo
 merged, deletes applied) into Arrow, and DataFusion runs the SQL, reading through hudi-rs'
 table provider, which prunes partitions and files by the query's filters. Tables are named
 as in Spark (`gold.hudi_daily_sales_gold`) and found where every layer writes them,
-`<warehouse>/<layer>/<table>`. This module imports neither PySpark nor the table
-declarations (which do): a question costs a Python start, not a JVM start.
+`<warehouse>/<layer>/<table>` (lakehouse/tables.py, which the declarations build on and
+which, like this module, imports no PySpark): a question costs a Python start, not a JVM
+start.
 
 Only the tables a query names are opened. hudi-rs reads Hudi table versions 6, 8 and 9; a
 table it cannot read fails the query with hudi-rs' reason, never a partial answer.
@@ -21,7 +22,8 @@ import pyarrow as pa
 from datafusion import SessionContext, SQLOptions
 from hudi import HudiDataFusionDataSource, HudiTable
 
-LAYERS = ("bronze", "silver", "gold")
+from lakehouse.tables import LAYERS, table_path
+
 _TABLE_NAME = re.compile(r"\b(bronze|silver|gold)\s*\.\s*([A-Za-z_][A-Za-z0-9_]*)\b", re.IGNORECASE)
 
 
@@ -33,10 +35,6 @@ class QueryError(RuntimeError):
 class Result:
     table: pa.Table
     tables_read: tuple[str, ...]
-
-
-def table_path(warehouse: str, layer: str, name: str) -> str:
-    return f"{warehouse.rstrip('/')}/{layer}/{name}"
 
 
 def named_tables(sql: str) -> list[tuple[str, str]]:

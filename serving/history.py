@@ -15,7 +15,8 @@ from pathlib import Path
 
 from hudi import HudiTable
 
-from serving.fastpath import LAYERS, QueryError, existing_tables, table_path
+from lakehouse.tables import LAYERS, table_path
+from serving.fastpath import QueryError, existing_tables
 
 
 @dataclass(frozen=True)
