@@ -21,6 +21,10 @@ home in git.
 without MkDocs.
 """
 
+# Why one module: mkdocs-gen-files runs one script, and the three pages share its helpers
+# (tables of rows, links to pages, the empty environment defaults are read in). Split, the
+# pages would each import the other two's helpers.
+
 from __future__ import annotations
 
 import ast
