@@ -211,6 +211,7 @@ class Runner:
                  clock: Callable[[], datetime] = utc_now):
         """`clock` is the "now" that rules such as "not in the future" compare with."""
         self.spark, self.settings, self.clock = spark, settings, clock
+        self._gate: quality.Gate | None = None
         self._results: dict[str, list[tuple]] = {}
 
     def run(self, table: DerivedTable, full_refresh: bool = False) -> RunReport:
@@ -264,8 +265,10 @@ class Runner:
 
     @property
     def gate(self) -> quality.Gate:
-        return quality.Gate.shared(self.spark, self.settings.quality_dir,
-                                   self.settings.quality_in_memory_rows)
+        if self._gate is None:
+            self._gate = quality.Gate(self.spark, self.settings.quality_dir,
+                                      self.settings.quality_in_memory_rows)
+        return self._gate
 
     def _snapshots(self, table: DerivedTable) -> dict[str, DataFrame]:
         return {i.alias: snapshot(self.spark, i.table, self.settings) for i in table.inputs}

@@ -122,9 +122,6 @@ def _key_first(row: dict, keys: tuple[str, ...]) -> dict:
             for column in (*keys, *(c for c in row if c not in keys)) if column in row}
 
 
-_GATES: dict[tuple, Gate] = {}
-
-
 class Gate:
     """Validates batches with GX, in a file-backed GX project whose validation results feed
     the Data Docs site.
@@ -142,8 +139,7 @@ class Gate:
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
         logging.getLogger("great_expectations").setLevel(logging.WARNING)
-        self.spark, self._gx = spark, gx
-        self._suites, self._batches, self._checkpoints = {}, {}, {}
+        self.spark, self._gx, self._suites, self._checkpoints = spark, gx, {}, {}
         self.context = gx.get_context(mode="file", project_root_dir=str(quality_dir))
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         self.context.variables.save()
@@ -163,33 +159,19 @@ class Gate:
         }
         self.quality_dir, self.in_memory_rows = quality_dir, in_memory_rows
 
-    @classmethod
-    def shared(cls, spark: SparkSession, quality_dir: Path, in_memory_rows: int) -> Gate:
-        """The process's gate for this session and project: opening a GX project takes
-        6.5 s on two cores, which every run of a new Runner paid before its first batch."""
-        key = (spark, str(quality_dir), in_memory_rows)
-        if key not in _GATES:
-            _GATES[key] = cls(spark, quality_dir, in_memory_rows)
-        return _GATES[key]
-
     def _checkpoint(self, name: str, rules: tuple[Rule, ...], keys: tuple[str, ...], engine: str):
-        # Keyed by the rules too: a gate outlives runs (`shared`), and a table declared anew
-        # in the same process (a test's scratch table) must not be checked by its old suite.
-        declared = (name, repr(rules))
-        if (declared, engine) not in self._checkpoints:
+        if (name, engine) not in self._checkpoints:
             gx = self._gx
-            if declared not in self._suites:  # one suite for both engines
-                self._suites[declared] = self.context.suites.add_or_update(gx.ExpectationSuite(
+            if name not in self._suites:  # one suite for both engines
+                self._suites[name] = self.context.suites.add_or_update(gx.ExpectationSuite(
                     name=name, expectations=[e for r in rules for e in self._expectations(r)]))
-            suite = self._suites[declared]
-            if (name, engine) not in self._batches:
-                self._batches[name, engine] = (self.sources[engine].add_dataframe_asset(name=name)
-                                               .add_batch_definition_whole_dataframe("batch"))
+            suite = self._suites[name]
+            batches = (self.sources[engine].add_dataframe_asset(name=name)
+                       .add_batch_definition_whole_dataframe("batch"))
             validation = self.context.validation_definitions.add_or_update(
-                gx.ValidationDefinition(name=f"{name} ({engine})", data=self._batches[name, engine],
-                                        suite=suite))
+                gx.ValidationDefinition(name=f"{name} ({engine})", data=batches, suite=suite))
             from great_expectations.checkpoint import UpdateDataDocsAction
-            self._checkpoints[declared, engine] = self.context.checkpoints.add_or_update(gx.Checkpoint(
+            self._checkpoints[name, engine] = self.context.checkpoints.add_or_update(gx.Checkpoint(
                 name=f"{name} ({engine})", validation_definitions=[validation],
                 actions=[UpdateDataDocsAction(name="data_docs", site_names=[self.SITE])],
                 # COMPLETE: every failing row's key, which quarantining needs; values are
@@ -197,7 +179,7 @@ class Gate:
                 result_format={"result_format": "COMPLETE", "partial_unexpected_count": SAMPLE_SIZE,
                                "unexpected_index_column_names": list(keys),
                                "return_unexpected_index_query": False}))
-        return self._checkpoints[declared, engine]
+        return self._checkpoints[name, engine]
 
     def _expectations(self, rule: Rule) -> list:
         """The rule's GX expectation, and a null check beside it where the rule fails nulls;
