@@ -67,8 +67,9 @@ test: install env ## unit and integration tests (starts the native services when
 test-long: install env ## the long integration tests: the fault matrix (one kill per part), the cluster pass, bulk loads across a graceful Connect stop (~12 min)
 	$(VENV)/bin/pytest -q --durations=5 -m long
 
-lint: install ## style checks: ruff over the Python, sqlfluff over the transforms' SQL
+lint: install ## style checks: ruff (lint and layout) over the Python, sqlfluff over the transforms' SQL
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/sqlfluff lint --disable-progress-bar silver/transforms gold/transforms
 
 test-unit: install ## unit tests only (no services)

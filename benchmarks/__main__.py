@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 import sys
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyspark
@@ -30,8 +30,8 @@ from benchmarks import bronze, commits, derived, freshness, layout, run, schedul
 from benchmarks.report import header
 from infra import metastore, stack, workers
 from ingestion.seed import SeedSize, seed
-from lakehouse import spark
 from lakehouse import settings as settings_module
+from lakehouse import spark
 from lakehouse.settings import read_versions
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -39,60 +39,91 @@ PARTS = ("run", "scheduler", "commits", "layout", "freshness", "bronze", "derive
 
 
 def machine() -> dict:
-    memory_kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-                      if line.startswith("MemTotal:"))
+    memory_kib = next(
+        int(line.split()[1])
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal:")
+    )
     versions = read_versions()
-    return {"date": datetime.now(UTC).strftime("%Y-%m-%d"), "cores": os.cpu_count(),
-            "memory_gib": round(memory_kib / 2**20), "pyspark": pyspark.__version__,
-            "hudi": versions["HUDI_VERSION"], "kafka": versions["KAFKA_VERSION"],
-            "debezium": versions["DEBEZIUM_VERSION"]}
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "cores": os.cpu_count(),
+        "memory_gib": round(memory_kib / 2**20),
+        "pyspark": pyspark.__version__,
+        "hudi": versions["HUDI_VERSION"],
+        "kafka": versions["KAFKA_VERSION"],
+        "debezium": versions["DEBEZIUM_VERSION"],
+    }
 
 
 def bronze_markdown(results: dict) -> str:
     throughput, latency = results["throughput"], results["latency"]
-    lines = [*header("Bronze ingestion benchmark", results),
-             "| bulk change (one transaction) | events | capture s | capture events/s "
-             "| landing s | landing events/s |", "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        *header("Bronze ingestion benchmark", results),
+        "| bulk change (one transaction) | events | capture s | capture events/s "
+        "| landing s | landing events/s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for p in throughput["phases"]:
-        lines.append(f"| {p['phase']} | {p['events']:,} | {p['capture_seconds']} "
-                     f"| {p['capture_events_per_second']:,} | {p['landing_seconds']} "
-                     f"| {p['landing_events_per_second']:,} |")
-    lines += ["", f"Sustained Postgres -> Bronze: **{throughput['sustained_events_per_second']:,} "
-                  f"events/s** (capture {throughput['capture_events_per_second']:,}/s, landing "
-                  f"{throughput['landing_events_per_second']:,}/s; the slower half bounds it).", "",
-              f"Latency, commit in Postgres -> readable in Bronze, continuous mode with a "
-              f"{latency['trigger_seconds']} s trigger, {latency['duration_seconds']:.0f} s of "
-              f"live workload ({latency['transactions_per_second']} transactions/s, "
-              f"{latency['events_per_second']} events/s):", "",
-              "| table | rows | p50 s | p95 s | max s | median wait for batch s "
-              "| median batch write s |", "|---|---:|---:|---:|---:|---:|---:|"]
+        lines.append(
+            f"| {p['phase']} | {p['events']:,} | {p['capture_seconds']} "
+            f"| {p['capture_events_per_second']:,} | {p['landing_seconds']} "
+            f"| {p['landing_events_per_second']:,} |"
+        )
+    lines += [
+        "",
+        f"Sustained Postgres -> Bronze: **{throughput['sustained_events_per_second']:,} "
+        f"events/s** (capture {throughput['capture_events_per_second']:,}/s, landing "
+        f"{throughput['landing_events_per_second']:,}/s; the slower half bounds it).",
+        "",
+        f"Latency, commit in Postgres -> readable in Bronze, continuous mode with a "
+        f"{latency['trigger_seconds']} s trigger, {latency['duration_seconds']:.0f} s of "
+        f"live workload ({latency['transactions_per_second']} transactions/s, "
+        f"{latency['events_per_second']} events/s):",
+        "",
+        "| table | rows | p50 s | p95 s | max s | median wait for batch s | median batch write s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for name, t in [("all", latency["all"]), *latency["tables"].items()]:
         if t["rows"]:
-            lines.append(f"| {name} | {t['rows']:,} | {t['p50_seconds']} | {t['p95_seconds']} "
-                         f"| {t['max_seconds']} | {t['median_wait_seconds']} "
-                         f"| {t['median_write_seconds']} |")
+            lines.append(
+                f"| {name} | {t['rows']:,} | {t['p50_seconds']} | {t['p95_seconds']} "
+                f"| {t['max_seconds']} | {t['median_wait_seconds']} "
+                f"| {t['median_write_seconds']} |"
+            )
     return "\n".join(lines) + "\n"
 
 
 def derived_markdown(results: dict) -> str:
-    lines = [*header("Silver and Gold benchmark", results),
-             f"One incremental pass over every Silver and Gold table after "
-             f"{results['change_share']:.0%} of the sales lines changed (the most recent ones, "
-             f"one status step each), against `--full-refresh` of the same inputs:", "",
-             "| sales lines | changed | incremental s | full refresh s | full / incremental |",
-             "|---:|---:|---:|---:|---:|"]
+    lines = [
+        *header("Silver and Gold benchmark", results),
+        f"One incremental pass over every Silver and Gold table after "
+        f"{results['change_share']:.0%} of the sales lines changed (the most recent ones, "
+        f"one status step each), against `--full-refresh` of the same inputs:",
+        "",
+        "| sales lines | changed | incremental s | full refresh s | full / incremental |",
+        "|---:|---:|---:|---:|---:|",
+    ]
     for size in results["sizes"]:
-        lines.append(f"| {size['sales_lines']:,} | {size['changed_lines']:,} "
-                     f"| {size['incremental']['seconds']} | {size['full_refresh']['seconds']} "
-                     f"| {size['speedup']}x |")
+        lines.append(
+            f"| {size['sales_lines']:,} | {size['changed_lines']:,} "
+            f"| {size['incremental']['seconds']} | {size['full_refresh']['seconds']} "
+            f"| {size['speedup']}x |"
+        )
     for size in results["sizes"]:
-        lines += ["", f"Per table at {size['sales_lines']:,} lines:", "",
-                  "| table | changes read | upserted | deleted | incremental s | full refresh s |",
-                  "|---|---:|---:|---:|---:|---:|"]
+        lines += [
+            "",
+            f"Per table at {size['sales_lines']:,} lines:",
+            "",
+            "| table | changes read | upserted | deleted | incremental s | full refresh s |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
         for name, outcome in size["incremental"]["tables"].items():
-            lines.append(f"| {name} | {outcome['changes_read']:,} | {outcome['upserted']:,} "
-                         f"| {outcome['deleted']:,} | {outcome['seconds']} "
-                         f"| {size['full_refresh']['tables'][name]['seconds']} |")
+            lines.append(
+                f"| {name} | {outcome['changes_read']:,} | {outcome['upserted']:,} "
+                f"| {outcome['deleted']:,} | {outcome['seconds']} "
+                f"| {size['full_refresh']['tables'][name]['seconds']} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -115,45 +146,79 @@ def _sizes(text: str) -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
-    parser.add_argument("--only", choices=PARTS,
-                        help="run one part (default: all, in this order; `serving` alone "
-                             "reuses the warehouse the derived part left)")
-    parser.add_argument("--seed-lines", type=int, default=10_000,
-                        help="sales lines to seed when the source tables are empty")
-    parser.add_argument("--run-changes", type=int, default=400,
-                        help="source transactions before the timed `lakehouse run`")
-    parser.add_argument("--scheduler-runs", type=int, default=2,
-                        help="runs of each table's command, directly and as a Dagster asset")
-    parser.add_argument("--commit-base-rows", type=int, default=100_000,
-                        help="rows in the table the small commits go to")
+    parser.add_argument(
+        "--only",
+        choices=PARTS,
+        help="run one part (default: all, in this order; `serving` alone "
+        "reuses the warehouse the derived part left)",
+    )
+    parser.add_argument(
+        "--seed-lines", type=int, default=10_000, help="sales lines to seed when the source tables are empty"
+    )
+    parser.add_argument(
+        "--run-changes", type=int, default=400, help="source transactions before the timed `lakehouse run`"
+    )
+    parser.add_argument(
+        "--scheduler-runs",
+        type=int,
+        default=2,
+        help="runs of each table's command, directly and as a Dagster asset",
+    )
+    parser.add_argument(
+        "--commit-base-rows", type=int, default=100_000, help="rows in the table the small commits go to"
+    )
     parser.add_argument("--commits", type=int, default=12, help="small commits per variant")
-    parser.add_argument("--layout-sizes", type=_sizes, default=[10_000, 10_000_000],
-                        help="sales-line counts to compare table layouts at (comma-separated)")
-    parser.add_argument("--probes", type=int, default=24,
-                        help="sales written while the demo runs, each timed to Gold")
-    parser.add_argument("--probe-spacing", type=float, default=10,
-                        help="average seconds between two probes")
-    parser.add_argument("--changes", type=int, default=100_000,
-                        help="rows of each bulk change in the throughput run")
+    parser.add_argument(
+        "--layout-sizes",
+        type=_sizes,
+        default=[10_000, 10_000_000],
+        help="sales-line counts to compare table layouts at (comma-separated)",
+    )
+    parser.add_argument(
+        "--probes", type=int, default=24, help="sales written while the demo runs, each timed to Gold"
+    )
+    parser.add_argument("--probe-spacing", type=float, default=10, help="average seconds between two probes")
+    parser.add_argument(
+        "--changes", type=int, default=100_000, help="rows of each bulk change in the throughput run"
+    )
     parser.add_argument("--duration", type=float, default=180, help="seconds of live workload")
     parser.add_argument("--rate", type=float, default=50, help="Postgres transactions/s")
     parser.add_argument("--event-rate", type=float, default=200, help="Kafka events/s")
     parser.add_argument("--trigger-seconds", type=int, default=10)
-    parser.add_argument("--derived-sizes", type=_sizes, default=[100_000, 1_000_000],
-                        help="sales-line counts to measure Silver and Gold at (comma-separated)")
-    parser.add_argument("--change-share", type=float, default=0.01,
-                        help="share of the sales lines changed before the incremental pass")
-    parser.add_argument("--query-runs", type=int, default=20,
-                        help="runs of each Gold query through the JDBC server and `lakehouse query`")
-    parser.add_argument("--cold-jvm-runs", type=int, default=5,
-                        help="runs of each Gold query through `lakehouse sql` (a JVM start each)")
+    parser.add_argument(
+        "--derived-sizes",
+        type=_sizes,
+        default=[100_000, 1_000_000],
+        help="sales-line counts to measure Silver and Gold at (comma-separated)",
+    )
+    parser.add_argument(
+        "--change-share",
+        type=float,
+        default=0.01,
+        help="share of the sales lines changed before the incremental pass",
+    )
+    parser.add_argument(
+        "--query-runs",
+        type=int,
+        default=20,
+        help="runs of each Gold query through the JDBC server and `lakehouse query`",
+    )
+    parser.add_argument(
+        "--cold-jvm-runs",
+        type=int,
+        default=5,
+        help="runs of each Gold query through `lakehouse sql` (a JVM start each)",
+    )
     args = parser.parse_args(argv)
 
     settings = settings_module.load()
     busy = [name for name in workers.WORKERS if workers.worker(settings, name).running()]
     if busy:
-        print(f"the demo's {', '.join(busy)} workers are running: stop them with `make down` "
-              f"first (they compete for the cores and write to the source tables)", file=sys.stderr)
+        print(
+            f"the demo's {', '.join(busy)} workers are running: stop them with `make down` "
+            f"first (they compete for the cores and write to the source tables)",
+            file=sys.stderr,
+        )
         return 1
     started_services = not all(s.healthy for s in stack.status(settings))
     if started_services:
@@ -170,36 +235,48 @@ def main(argv: list[str] | None = None) -> int:
             results = {"machine": machine(), **run.measure(bench, args.run_changes)}
             _write("run", results, run.markdown(results))
         if args.only in (None, "scheduler"):
-            results = {"machine": machine(),
-                       **scheduler.measure(bench, args.scheduler_runs, args.run_changes)}
+            results = {
+                "machine": machine(),
+                **scheduler.measure(bench, args.scheduler_runs, args.run_changes),
+            }
             _write("scheduler", results, scheduler.markdown(results))
         session = spark.session(bench, "bench")
         if args.only in (None, "commits"):
-            results = {"machine": machine(),
-                       **commits.measure(session, bench, args.commit_base_rows, args.commits)}
+            results = {
+                "machine": machine(),
+                **commits.measure(session, bench, args.commit_base_rows, args.commits),
+            }
             _write("commits", results, commits.markdown(results))
         if args.only in (None, "layout"):
-            results = {"machine": machine(),
-                       **layout.measure(session, bench, args.layout_sizes, args.commits)}
+            results = {
+                "machine": machine(),
+                **layout.measure(session, bench, args.layout_sizes, args.commits),
+            }
             _write("layout", results, layout.markdown(results))
         if args.only in (None, "freshness"):
-            results = {"machine": machine(),
-                       **freshness.measure(session, bench, args.probes, args.probe_spacing)}
+            results = {
+                "machine": machine(),
+                **freshness.measure(session, bench, args.probes, args.probe_spacing),
+            }
             _write("freshness", results, freshness.markdown(results))
         if args.only in (None, "bronze"):
-            results = {"machine": machine(),
-                       "throughput": bronze.throughput(session, bench, args.changes),
-                       "latency": bronze.latency(session, bench, args.trigger_seconds,
-                                                 args.duration, args.rate, args.event_rate)}
+            results = {
+                "machine": machine(),
+                "throughput": bronze.throughput(session, bench, args.changes),
+                "latency": bronze.latency(
+                    session, bench, args.trigger_seconds, args.duration, args.rate, args.event_rate
+                ),
+            }
             _write("bronze", results, bronze_markdown(results))
         if args.only in (None, "derived"):
-            results = {"machine": machine(),
-                       **derived.measure(session, bench, args.derived_sizes, args.change_share)}
+            results = {
+                "machine": machine(),
+                **derived.measure(session, bench, args.derived_sizes, args.change_share),
+            }
             _write("derived", results, derived_markdown(results))
         session.stop()
         if args.only in (None, "serving"):
-            results = {"machine": machine(),
-                       **serving.measure(bench, args.query_runs, args.cold_jvm_runs)}
+            results = {"machine": machine(), **serving.measure(bench, args.query_runs, args.cold_jvm_runs)}
             _write("serving", results, serving.markdown(results))
     finally:
         if started_services:

@@ -21,7 +21,7 @@ import dataclasses
 import re
 import statistics
 import time
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -50,9 +50,11 @@ def wait_for_capture(settings: Settings, topic: str, target: int, timeout: float
     began = time.monotonic()
     while messages_in(settings, topic) < target:
         if time.monotonic() - began > timeout:
-            raise BenchmarkError(f"Debezium delivered {messages_in(settings, topic)} of {target} "
-                                 f"messages to {topic} within {timeout:.0f} s; is the connector "
-                                 f"RUNNING (`make status`)?")
+            raise BenchmarkError(
+                f"Debezium delivered {messages_in(settings, topic)} of {target} "
+                f"messages to {topic} within {timeout:.0f} s; is the connector "
+                f"RUNNING (`make status`)?"
+            )
         time.sleep(0.25)
     return time.monotonic() - began
 
@@ -61,23 +63,33 @@ def _bulk_changes(settings: Settings, changes: int):
     """The three bulk transactions, as (name, function applying it to a connection): a
     burst of today's orders, all of them completed, all of them deleted again."""
     with connect(settings) as conn:
-        base = conn.execute("SELECT coalesce(max(order_id), 0) FROM retail.sales_transactions"
-                            ).fetchone()[0]
-        prices = conn.execute("SELECT product_id, unit_price FROM retail.product_catalog"
-                              " ORDER BY product_id LIMIT 500").fetchall()
+        base = conn.execute("SELECT coalesce(max(order_id), 0) FROM retail.sales_transactions").fetchone()[0]
+        prices = conn.execute(
+            "SELECT product_id, unit_price FROM retail.product_catalog ORDER BY product_id LIMIT 500"
+        ).fetchall()
         customers = conn.execute("SELECT count(*) FROM retail.customer_master").fetchone()[0]
     if not prices or not customers:
         raise BenchmarkError("retail tables are empty: run `lakehouse seed` first")
     size = SeedSize(changes, customers, len(prices))
-    new_orders = sales(BENCH_SEED, size, prices, first_order_id=base + 1,
-                       placed_at=datetime.now(UTC))
+    new_orders = sales(BENCH_SEED, size, prices, first_order_id=base + 1, placed_at=datetime.now(UTC))
     return [
         ("insert", lambda c: copy_rows(c, "sales_transactions", new_orders)),
-        ("update", lambda c: c.execute(
-            "UPDATE retail.sales_transactions SET status = 'completed', updated_ts = now()"
-            " WHERE order_id > %s", (base,)).rowcount),
-        ("delete", lambda c: c.execute(
-            "DELETE FROM retail.sales_transactions WHERE order_id > %s", (base,)).rowcount),
+        (
+            "update",
+            lambda c: (
+                c.execute(
+                    "UPDATE retail.sales_transactions SET status = 'completed', updated_ts = now()"
+                    " WHERE order_id > %s",
+                    (base,),
+                ).rowcount
+            ),
+        ),
+        (
+            "delete",
+            lambda c: (
+                c.execute("DELETE FROM retail.sales_transactions WHERE order_id > %s", (base,)).rowcount
+            ),
+        ),
     ]
 
 
@@ -86,8 +98,10 @@ def throughput(spark: SparkSession, settings: Settings, changes: int, report=pri
     first = BronzeJob(spark, settings).drain()
     existing = sum(c.messages for c in first.values())
     result = {"first_drain": {"messages": existing, "seconds": round(time.monotonic() - began, 1)}}
-    report(f"first drain: {existing} messages already in Kafka landed in "
-           f"{result['first_drain']['seconds']} s (creates the five tables)")
+    report(
+        f"first drain: {existing} messages already in Kafka landed in "
+        f"{result['first_drain']['seconds']} s (creates the five tables)"
+    )
     topic = SALES_TRANSACTIONS.topic
     phases = []
     for name, apply in _bulk_changes(settings, changes):
@@ -96,35 +110,44 @@ def throughput(spark: SparkSession, settings: Settings, changes: int, report=pri
         with connect(settings) as conn:
             events = apply(conn)
         postgres_seconds = time.monotonic() - began
-        capture_seconds = wait_for_capture(settings, topic, before + events,
-                                            timeout=max(120.0, events / 1000))
+        capture_seconds = wait_for_capture(
+            settings, topic, before + events, timeout=max(120.0, events / 1000)
+        )
         job = BronzeJob(spark, settings, (SALES_TRANSACTIONS,))
         began = time.monotonic()
         landed = job.drain()[SALES_TRANSACTIONS.name]
         landing_seconds = time.monotonic() - began
         if landed.messages != events:
-            raise BenchmarkError(f"{name}: landed {landed.messages} messages, expected {events}; "
-                                 f"is something else writing to Postgres (`make down` first)?")
-        phase = {"phase": name, "events": events,
-                 "postgres_seconds": round(postgres_seconds, 2),
-                 "capture_seconds": round(capture_seconds, 2),
-                 "capture_events_per_second": round(events / capture_seconds),
-                 "landing_seconds": round(landing_seconds, 2),
-                 "landing_batches": landed.batches,
-                 "landing_write_seconds": round(landed.seconds, 2),
-                 "landing_events_per_second": round(events / landing_seconds)}
+            raise BenchmarkError(
+                f"{name}: landed {landed.messages} messages, expected {events}; "
+                f"is something else writing to Postgres (`make down` first)?"
+            )
+        phase = {
+            "phase": name,
+            "events": events,
+            "postgres_seconds": round(postgres_seconds, 2),
+            "capture_seconds": round(capture_seconds, 2),
+            "capture_events_per_second": round(events / capture_seconds),
+            "landing_seconds": round(landing_seconds, 2),
+            "landing_batches": landed.batches,
+            "landing_write_seconds": round(landed.seconds, 2),
+            "landing_events_per_second": round(events / landing_seconds),
+        }
         phases.append(phase)
-        report(f"{name:>6}: {events} events; capture {capture_seconds:.1f} s "
-               f"({phase['capture_events_per_second']}/s); landing {landing_seconds:.1f} s "
-               f"({phase['landing_events_per_second']}/s, {landed.batches} batches)")
+        report(
+            f"{name:>6}: {events} events; capture {capture_seconds:.1f} s "
+            f"({phase['capture_events_per_second']}/s); landing {landing_seconds:.1f} s "
+            f"({phase['landing_events_per_second']}/s, {landed.batches} batches)"
+        )
     total = sum(p["events"] for p in phases)
     result |= {
         "phases": phases,
         "capture_events_per_second": round(total / sum(p["capture_seconds"] for p in phases)),
         "landing_events_per_second": round(total / sum(p["landing_seconds"] for p in phases)),
     }
-    result["sustained_events_per_second"] = min(result["capture_events_per_second"],
-                                                result["landing_events_per_second"])
+    result["sustained_events_per_second"] = min(
+        result["capture_events_per_second"], result["landing_events_per_second"]
+    )
     return result
 
 
@@ -134,27 +157,35 @@ def _completion_times(table_path: str) -> dict[str, datetime]:
     for entry in (Path(table_path) / ".hoodie" / "timeline").iterdir():
         match = COMPLETED_INSTANT.fullmatch(entry.name)
         if match:
-            times[match[1]] = datetime.strptime(match[2], "%Y%m%d%H%M%S%f").replace(
-                tzinfo=UTC)
+            times[match[1]] = datetime.strptime(match[2], "%Y%m%d%H%M%S%f").replace(tzinfo=UTC)
     return times
 
 
-def _samples(spark: SparkSession, settings: Settings, table: BronzeTable,
-             since: datetime) -> list[tuple[float, float, float]]:
+def _samples(
+    spark: SparkSession, settings: Settings, table: BronzeTable, since: datetime
+) -> list[tuple[float, float, float]]:
     """(total, waiting for a batch, writing it) in seconds, for each row changed since `since`."""
     changed_at = "_source_ts" if table.envelope == "debezium" else table.ordering[0]
-    rows = (spark.read.format("hudi").load(table.path(settings))
-            .where(F.col(changed_at) >= F.lit(since))
-            .select("_hoodie_commit_time", F.col(changed_at).alias("changed_at"), "_ingested_at")
-            .collect())
+    rows = (
+        spark.read.format("hudi")
+        .load(table.path(settings))
+        .where(F.col(changed_at) >= F.lit(since))
+        .select("_hoodie_commit_time", F.col(changed_at).alias("changed_at"), "_ingested_at")
+        .collect()
+    )
     completed = _completion_times(table.path(settings))
     samples = []
     for row in rows:
         visible = completed[row._hoodie_commit_time]
         changed = row.changed_at.replace(tzinfo=UTC)
         started = row._ingested_at.replace(tzinfo=UTC)
-        samples.append(((visible - changed).total_seconds(), (started - changed).total_seconds(),
-                        (visible - started).total_seconds()))
+        samples.append(
+            (
+                (visible - changed).total_seconds(),
+                (started - changed).total_seconds(),
+                (visible - started).total_seconds(),
+            )
+        )
     return samples
 
 
@@ -162,18 +193,30 @@ def _summary(samples: list[tuple[float, float, float]]) -> dict:
     if not samples:
         return {"rows": 0}
     total, waiting, writing = zip(*samples)
-    return {"rows": len(total), **distribution(total),
-            "median_wait_seconds": round(statistics.median(waiting), 1),
-            "median_write_seconds": round(statistics.median(writing), 1)}
+    return {
+        "rows": len(total),
+        **distribution(total),
+        "median_wait_seconds": round(statistics.median(waiting), 1),
+        "median_write_seconds": round(statistics.median(writing), 1),
+    }
 
 
-def latency(spark: SparkSession, settings: Settings, trigger_seconds: int, duration: float,
-            transactions_per_second: float, events_per_second: float, report=print) -> dict:
+def latency(
+    spark: SparkSession,
+    settings: Settings,
+    trigger_seconds: int,
+    duration: float,
+    transactions_per_second: float,
+    events_per_second: float,
+    report=print,
+) -> dict:
     bench_dir = settings.state_dir / "bench"
     job = BackgroundProcess("bronze-continuous", bench_dir / "run", bench_dir / "logs")
     job.log.unlink(missing_ok=True)
-    job.start(lakehouse("bronze", "--continuous", "--trigger-seconds", str(trigger_seconds)),
-              env=settings.environment())
+    job.start(
+        lakehouse("bronze", "--continuous", "--trigger-seconds", str(trigger_seconds)),
+        env=settings.environment(),
+    )
     try:
         deadline = time.monotonic() + 300
         while "streaming every" not in (job.log.read_text() if job.log.exists() else ""):
@@ -182,8 +225,10 @@ def latency(spark: SparkSession, settings: Settings, trigger_seconds: int, durat
             time.sleep(1)
         time.sleep(trigger_seconds + 5)  # its first, empty, micro-batches are done
         since = datetime.now(UTC)
-        report(f"latency: {duration:.0f} s of live workload ({transactions_per_second} "
-               f"transactions/s, {events_per_second} events/s), trigger {trigger_seconds} s")
+        report(
+            f"latency: {duration:.0f} s of live workload ({transactions_per_second} "
+            f"transactions/s, {events_per_second} events/s), trigger {trigger_seconds} s"
+        )
         plan = SimulationPlan(transactions_per_second, events_per_second, duration, BENCH_SEED)
         simulate(settings, plan, report=lambda line: None)
         time.sleep(3 * trigger_seconds)  # the last changes' micro-batch commits
@@ -196,15 +241,25 @@ def latency(spark: SparkSession, settings: Settings, trigger_seconds: int, durat
         report(f"  {name:<34} {figures}")
     overall = _summary([s for values in samples.values() for s in values])
     report(f"  all rows: p50 {overall.get('p50_seconds')} s, p95 {overall.get('p95_seconds')} s")
-    return {"trigger_seconds": trigger_seconds, "duration_seconds": duration,
-            "transactions_per_second": transactions_per_second,
-            "events_per_second": events_per_second, "all": overall, "tables": per_table}
+    return {
+        "trigger_seconds": trigger_seconds,
+        "duration_seconds": duration,
+        "transactions_per_second": transactions_per_second,
+        "events_per_second": events_per_second,
+        "all": overall,
+        "tables": per_table,
+    }
 
 
 def bench_settings(settings: Settings) -> Settings:
     """A warehouse and catalog of its own, so the benchmark measures empty tables and touches
     no demo data; and room for a full refresh of a million lines, which caches its result."""
     warehouse = settings.state_dir / "bench" / "warehouse"
-    return dataclasses.replace(settings, warehouse=str(warehouse), driver_memory="8g",
-                               checkpoints=str(warehouse / "_checkpoints"), spark_ui=False,
-                               metastore_database="metastore_bench")
+    return dataclasses.replace(
+        settings,
+        warehouse=str(warehouse),
+        driver_memory="8g",
+        checkpoints=str(warehouse / "_checkpoints"),
+        spark_ui=False,
+        metastore_database="metastore_bench",
+    )

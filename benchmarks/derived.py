@@ -30,8 +30,12 @@ from lakehouse.incremental import Runner
 from lakehouse.settings import Settings
 from pipeline.tables import derived_tables
 
-NEXT_STATUS = {"pending": "completed", "completed": "returned", "returned": "completed",
-               "cancelled": "pending"}
+NEXT_STATUS = {
+    "pending": "completed",
+    "completed": "returned",
+    "returned": "completed",
+    "cancelled": "pending",
+}
 
 
 def _grow_sources(settings: Settings, lines: int) -> int:
@@ -41,21 +45,35 @@ def _grow_sources(settings: Settings, lines: int) -> int:
     rng = random.Random(f"{BENCH_SEED}:{lines}")
     with connect(settings) as conn:
         have_lines, last_order = conn.execute(
-            "SELECT count(*), coalesce(max(order_id), 0) FROM retail.sales_transactions").fetchone()
+            "SELECT count(*), coalesce(max(order_id), 0) FROM retail.sales_transactions"
+        ).fetchone()
         if have_lines >= lines:
             return 0
         for table, key, count, make in (
-                ("customer_master", "customer_id", target.customers, generators.customer),
-                ("product_catalog", "product_id", target.products, generators.product)):
+            ("customer_master", "customer_id", target.customers, generators.customer),
+            ("product_catalog", "product_id", target.products, generators.product),
+        ):
             taken = {row[0] for row in conn.execute(f"SELECT {key} FROM retail.{table}")}
-            copy_rows(conn, table, (make(rng, new_id, generators.history_ts(rng))
-                                    for new_id in range(1, count + 1) if new_id not in taken))
-        prices = conn.execute("SELECT product_id, unit_price FROM retail.product_catalog"
-                              " WHERE product_id <= %s ORDER BY product_id",
-                              (target.products,)).fetchall()
+            copy_rows(
+                conn,
+                table,
+                (
+                    make(rng, new_id, generators.history_ts(rng))
+                    for new_id in range(1, count + 1)
+                    if new_id not in taken
+                ),
+            )
+        prices = conn.execute(
+            "SELECT product_id, unit_price FROM retail.product_catalog"
+            " WHERE product_id <= %s ORDER BY product_id",
+            (target.products,),
+        ).fetchall()
         added = SeedSize(lines - have_lines, target.customers, len(prices))
-        return copy_rows(conn, "sales_transactions",
-                         sales(BENCH_SEED + lines, added, prices, first_order_id=last_order + 1))
+        return copy_rows(
+            conn,
+            "sales_transactions",
+            sales(BENCH_SEED + lines, added, prices, first_order_id=last_order + 1),
+        )
 
 
 def _change_recent_lines(settings: Settings, share: float) -> int:
@@ -71,14 +89,18 @@ def _change_recent_lines(settings: Settings, share: float) -> int:
                 SET status = CASE s.status {transitions} ELSE s.status END, updated_ts = now()
                 FROM recent r
                 WHERE s.order_id = r.order_id AND s.line_item_id = r.line_item_id""",
-            (round(total * share),)).rowcount
+            (round(total * share),),
+        ).rowcount
 
 
-def _land(spark: SparkSession, settings: Settings, expected_sales_events: int,
-          since_offsets: int) -> float:
+def _land(spark: SparkSession, settings: Settings, expected_sales_events: int, since_offsets: int) -> float:
     """Waits for Debezium to publish the sales events, then drains Kafka into Bronze."""
-    wait_for_capture(settings, SALES_TRANSACTIONS.topic, since_offsets + expected_sales_events,
-                      timeout=max(120.0, expected_sales_events / 1000))
+    wait_for_capture(
+        settings,
+        SALES_TRANSACTIONS.topic,
+        since_offsets + expected_sales_events,
+        timeout=max(120.0, expected_sales_events / 1000),
+    )
     began = time.monotonic()
     BronzeJob(spark, settings).drain()
     return round(time.monotonic() - began, 1)
@@ -89,14 +111,19 @@ def _pass(runner: Runner, full_refresh: bool, report) -> dict:
     for table in derived_tables():
         outcome = runner.run(table, full_refresh)
         report("    " + outcome.line())
-        tables[table.name] = {"mode": outcome.mode, "changes_read": outcome.changes_read,
-                              "upserted": outcome.upserted, "deleted": outcome.deleted,
-                              "seconds": round(outcome.seconds, 1)}
+        tables[table.name] = {
+            "mode": outcome.mode,
+            "changes_read": outcome.changes_read,
+            "upserted": outcome.upserted,
+            "deleted": outcome.deleted,
+            "seconds": round(outcome.seconds, 1),
+        }
     return {"seconds": round(sum(t["seconds"] for t in tables.values()), 1), "tables": tables}
 
 
-def measure(spark: SparkSession, settings: Settings, sizes: list[int], change_share: float,
-            report=print) -> dict:
+def measure(
+    spark: SparkSession, settings: Settings, sizes: list[int], change_share: float, report=print
+) -> dict:
     runner = Runner(spark, settings)
     results = []
     for lines in sizes:
@@ -115,9 +142,17 @@ def measure(spark: SparkSession, settings: Settings, sizes: list[int], change_sh
         incremental = _pass(runner, False, report)
         report("  full refresh of the same inputs")
         full = _pass(runner, True, report)
-        results.append({"sales_lines": lines, "changed_lines": changed,
-                        "incremental": incremental, "full_refresh": full,
-                        "speedup": round(full["seconds"] / incremental["seconds"], 1)})
-        report(f"  incremental {incremental['seconds']} s, full refresh {full['seconds']} s, "
-               f"{results[-1]['speedup']}x")
+        results.append(
+            {
+                "sales_lines": lines,
+                "changed_lines": changed,
+                "incremental": incremental,
+                "full_refresh": full,
+                "speedup": round(full["seconds"] / incremental["seconds"], 1),
+            }
+        )
+        report(
+            f"  incremental {incremental['seconds']} s, full refresh {full['seconds']} s, "
+            f"{results[-1]['speedup']}x"
+        )
     return {"change_share": change_share, "sizes": results}

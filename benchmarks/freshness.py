@@ -23,13 +23,20 @@ from __future__ import annotations
 
 import random
 import time
-from datetime import datetime, timedelta, UTC
+from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from benchmarks.bronze import (BENCH_SEED, BRONZE_TABLES, WEB_CLICKSTREAMS, BenchmarkError,
-                               _completion_times, _samples, _summary)
+from benchmarks.bronze import (
+    BENCH_SEED,
+    BRONZE_TABLES,
+    WEB_CLICKSTREAMS,
+    BenchmarkError,
+    _completion_times,
+    _samples,
+    _summary,
+)
 from benchmarks.report import distribution, header
 from bronze.job import BronzeJob
 from bronze.tables import SALES_TRANSACTIONS
@@ -52,8 +59,11 @@ LAYERS = {"bronze": SALES_TRANSACTIONS, "silver": UNIFIED_CUSTOMER_ORDERS, "gold
 
 def _workers(settings: Settings) -> dict[str, BackgroundProcess]:
     bench_dir = settings.state_dir / "bench"
-    return {name: BackgroundProcess(f"freshness-{name}", bench_dir / "run", bench_dir / "logs")
-            for name in WORKERS if name != "docs"}
+    return {
+        name: BackgroundProcess(f"freshness-{name}", bench_dir / "run", bench_dir / "logs")
+        for name in WORKERS
+        if name != "docs"
+    }
 
 
 def _remove_probes(settings: Settings) -> None:
@@ -64,9 +74,13 @@ def _remove_probes(settings: Settings) -> None:
 def _probe_dates_in_gold(settings: Settings, count: int) -> set:
     last = (FIRST_PROBE_DAY + timedelta(days=count)).date()
     try:
-        found = fastpath.query(settings.warehouse, (
-            f"SELECT DISTINCT order_date FROM gold.hudi_daily_sales_gold WHERE order_date "
-            f">= DATE '{FIRST_PROBE_DAY.date()}' AND order_date < DATE '{last}'")).table
+        found = fastpath.query(
+            settings.warehouse,
+            (
+                f"SELECT DISTINCT order_date FROM gold.hudi_daily_sales_gold WHERE order_date "
+                f">= DATE '{FIRST_PROBE_DAY.date()}' AND order_date < DATE '{last}'"
+            ),
+        ).table
     except fastpath.QueryError:
         return set()  # opened while a commit was in flight; the next look sees it
     return set(found.column("order_date").to_pylist())
@@ -77,8 +91,10 @@ def _wait_until(condition, timeout: float, what: str, workers: dict[str, Backgro
     while not condition():
         stopped = [w.log for w in workers.values() if not w.running()]
         if stopped or time.monotonic() > deadline:
-            raise BenchmarkError(f"{what} did not happen within {timeout:.0f} s"
-                                 + (f"; a worker stopped, see {stopped[0]}" if stopped else ""))
+            raise BenchmarkError(
+                f"{what} did not happen within {timeout:.0f} s"
+                + (f"; a worker stopped, see {stopped[0]}" if stopped else "")
+            )
         time.sleep(2)
 
 
@@ -86,8 +102,9 @@ def _write_probes(settings: Settings, count: int, spacing: float, report) -> Non
     rng = random.Random(BENCH_SEED)
     with connect(settings, autocommit=True) as conn:
         customers = conn.execute("SELECT max(customer_id) FROM retail.customer_master").fetchone()[0]
-        products = conn.execute("SELECT product_id, unit_price FROM retail.product_catalog"
-                                " ORDER BY product_id LIMIT 100").fetchall()
+        products = conn.execute(
+            "SELECT product_id, unit_price FROM retail.product_catalog ORDER BY product_id LIMIT 100"
+        ).fetchall()
         for number in range(count):
             product_id, price = rng.choice(products)
             now = datetime.now(UTC)
@@ -95,8 +112,15 @@ def _write_probes(settings: Settings, count: int, spacing: float, report) -> Non
                 "INSERT INTO retail.sales_transactions (order_id, line_item_id, customer_id,"
                 " product_id, quantity, unit_price, discount, channel, status, transaction_ts,"
                 " updated_ts) VALUES (%s, 1, %s, %s, 1, %s, 0, 'web', 'completed', %s, %s)",
-                (PROBE_ORDERS + number, rng.randint(1, customers), product_id, price,
-                 FIRST_PROBE_DAY + timedelta(days=number), now))
+                (
+                    PROBE_ORDERS + number,
+                    rng.randint(1, customers),
+                    product_id,
+                    price,
+                    FIRST_PROBE_DAY + timedelta(days=number),
+                    now,
+                ),
+            )
             time.sleep(rng.uniform(0.5, 1.5) * spacing)
     report(f"  {count} probes written")
 
@@ -106,25 +130,30 @@ def _probe_latencies(spark: SparkSession, settings: Settings) -> list[dict]:
     bronze = spark.read.format("hudi").load(SALES_TRANSACTIONS.path(settings))
     silver = spark.read.format("hudi").load(UNIFIED_CUSTOMER_ORDERS.path(settings))
     gold = spark.read.format("hudi").load(DAILY_SALES.path(settings))
-    probes = (bronze.where(F.col("order_id") >= PROBE_ORDERS)
-              .select("order_id", "_source_ts", F.col("_hoodie_commit_time").alias("bronze"))
-              .join(silver.select("order_id", "order_date",
-                                  F.col("_hoodie_commit_time").alias("silver")), "order_id")
-              .join(gold.select("order_date", F.col("_hoodie_commit_time").alias("gold")),
-                    "order_date")
-              .collect())
+    probes = (
+        bronze.where(F.col("order_id") >= PROBE_ORDERS)
+        .select("order_id", "_source_ts", F.col("_hoodie_commit_time").alias("bronze"))
+        .join(
+            silver.select("order_id", "order_date", F.col("_hoodie_commit_time").alias("silver")), "order_id"
+        )
+        .join(gold.select("order_date", F.col("_hoodie_commit_time").alias("gold")), "order_date")
+        .collect()
+    )
     completed = {layer: _completion_times(table.path(settings)) for layer, table in LAYERS.items()}
     results = []
     for probe in sorted(probes, key=lambda p: p.order_id):
         written = probe._source_ts.replace(tzinfo=UTC)
-        results.append({"order_date": str(probe.order_date)} | {
-            layer: round((completed[layer][probe[layer]] - written).total_seconds(), 1)
-            for layer in LAYERS})
+        results.append(
+            {"order_date": str(probe.order_date)}
+            | {
+                layer: round((completed[layer][probe[layer]] - written).total_seconds(), 1)
+                for layer in LAYERS
+            }
+        )
     return results
 
 
-def measure(spark: SparkSession, settings: Settings, probes: int, spacing: float,
-            report=print) -> dict:
+def measure(spark: SparkSession, settings: Settings, probes: int, spacing: float, report=print) -> dict:
     _remove_probes(settings)
     report("freshness: bringing every table up to date first")
     # Some workload first, as a running demo has had: every source then holds data.
@@ -140,16 +169,25 @@ def measure(spark: SparkSession, settings: Settings, probes: int, spacing: float
     for name, process in workers.items():
         process.log.unlink(missing_ok=True)
         process.start(lakehouse(*WORKERS[name]), env=environment)
-    report(f"freshness: the demo's workers ({', '.join(workers)}) started; waiting for "
-           f"their second Gold commit")
+    report(
+        f"freshness: the demo's workers ({', '.join(workers)}) started; waiting for their second Gold commit"
+    )
     try:
-        _wait_until(lambda: sum(t > built for t in _completion_times(DAILY_SALES.path(settings))) >= 2,
-                    900, "the pipeline's second commit to Gold", workers)
+        _wait_until(
+            lambda: sum(t > built for t in _completion_times(DAILY_SALES.path(settings))) >= 2,
+            900,
+            "the pipeline's second commit to Gold",
+            workers,
+        )
         since = datetime.now(UTC)
         began = time.monotonic()
         _write_probes(settings, probes, spacing, report)
-        _wait_until(lambda: len(_probe_dates_in_gold(settings, probes)) == probes, 600,
-                    f"all {probes} probes reaching Gold", workers)
+        _wait_until(
+            lambda: len(_probe_dates_in_gold(settings, probes)) == probes,
+            600,
+            f"all {probes} probes reaching Gold",
+            workers,
+        )
         seconds = time.monotonic() - began
     finally:
         for process in workers.values():
@@ -159,28 +197,46 @@ def measure(spark: SparkSession, settings: Settings, probes: int, spacing: float
     if len(latencies) != probes:
         raise BenchmarkError(f"found {len(latencies)} of {probes} probes in all three layers")
     summary = {layer: distribution([p[layer] for p in latencies]) for layer in LAYERS}
-    report("  probes, Postgres commit -> " + "; ".join(
-        f"{layer} p50 {s['p50_seconds']} s p95 {s['p95_seconds']} s" for layer, s in summary.items()))
+    report(
+        "  probes, Postgres commit -> "
+        + "; ".join(
+            f"{layer} p50 {s['p50_seconds']} s p95 {s['p95_seconds']} s" for layer, s in summary.items()
+        )
+    )
     tables = [t for t in BRONZE_TABLES if t.envelope == "debezium"] + [WEB_CLICKSTREAMS]
     bronze_rows = _summary([s for t in tables for s in _samples(spark, settings, t, since)])
     report(f"  every Bronze row changed meanwhile: {bronze_rows}")
-    return {"workers": {name: WORKERS[name] for name in workers}, "probes": probes,
-            "spacing_seconds": spacing, "seconds": round(seconds), "probe_latency": summary,
-            "bronze_rows": bronze_rows, "per_probe": latencies}
+    return {
+        "workers": {name: WORKERS[name] for name in workers},
+        "probes": probes,
+        "spacing_seconds": spacing,
+        "seconds": round(seconds),
+        "probe_latency": summary,
+        "bronze_rows": bronze_rows,
+        "per_probe": latencies,
+    }
 
 
 def markdown(results: dict) -> str:
-    workers = "; ".join(f"`lakehouse {' '.join(arguments)}`"
-                        for arguments in results["workers"].values())
-    lines = [*header("Freshness while the demo runs", results),
-             f"The demo's workers ({workers}) with {results['probes']} probe sales written about "
-             f"{results['spacing_seconds']:.0f} s apart. Seconds from the probe's commit in "
-             f"Postgres to the Hudi commit that made it readable:", "",
-             "| layer | p50 s | p95 s | max s |", "|---|---:|---:|---:|"]
+    workers = "; ".join(f"`lakehouse {' '.join(arguments)}`" for arguments in results["workers"].values())
+    lines = [
+        *header("Freshness while the demo runs", results),
+        f"The demo's workers ({workers}) with {results['probes']} probe sales written about "
+        f"{results['spacing_seconds']:.0f} s apart. Seconds from the probe's commit in "
+        f"Postgres to the Hudi commit that made it readable:",
+        "",
+        "| layer | p50 s | p95 s | max s |",
+        "|---|---:|---:|---:|",
+    ]
     for layer, s in results["probe_latency"].items():
-        lines.append(f"| {LAYERS[layer].qualified_name} | {s['p50_seconds']} | {s['p95_seconds']} "
-                     f"| {s['max_seconds']} |")
+        lines.append(
+            f"| {LAYERS[layer].qualified_name} | {s['p50_seconds']} | {s['p95_seconds']} "
+            f"| {s['max_seconds']} |"
+        )
     b = results["bronze_rows"]
-    lines += ["", f"Every row the workload changed in Bronze meanwhile ({b['rows']:,} rows): "
-                  f"p50 {b['p50_seconds']} s, p95 {b['p95_seconds']} s, max {b['max_seconds']} s."]
+    lines += [
+        "",
+        f"Every row the workload changed in Bronze meanwhile ({b['rows']:,} rows): "
+        f"p50 {b['p50_seconds']} s, p95 {b['p95_seconds']} s, max {b['max_seconds']} s.",
+    ]
     return "\n".join(lines) + "\n"

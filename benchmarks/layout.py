@@ -47,11 +47,15 @@ def sales_lines(spark: SparkSession, first: int, count: int, version: int, days:
     a subset), spread evenly over the last `days` days; `version` is their ordering value."""
     day = F.date_sub(F.current_date(), (F.col("id") % days).cast("int"))
     ts = F.to_timestamp(day) + F.make_interval(secs=(F.col("id") * 7919) % 86400)
-    pick = lambda values: F.element_at(F.array(*map(F.lit, values)),  # noqa: E731
-                                       (F.col("id") % len(values) + 1).cast("int"))
+
+    def pick(values):
+        return F.element_at(F.array(*map(F.lit, values)), (F.col("id") % len(values) + 1).cast("int"))
+
     return spark.range(first, first + count).select(
-        F.col("id").alias("order_id"), (F.col("id") % 3 + 1).cast("int").alias("line_item_id"),
-        (F.col("id") % 50_000).alias("customer_id"), (F.col("id") % 2_000).alias("product_id"),
+        F.col("id").alias("order_id"),
+        (F.col("id") % 3 + 1).cast("int").alias("line_item_id"),
+        (F.col("id") % 50_000).alias("customer_id"),
+        (F.col("id") % 2_000).alias("product_id"),
         (F.col("id") % 4 + 1).cast("int").alias("quantity"),
         ((F.col("id") % 90_000) / 100 + 1).cast("decimal(12,2)").alias("unit_price"),
         F.lit(0).cast("decimal(12,2)").alias("discount"),
@@ -59,7 +63,8 @@ def sales_lines(spark: SparkSession, first: int, count: int, version: int, days:
         pick(["web", "mobile_app", "store", "marketplace"]).alias("channel"),
         F.format_string("ST-%03d", F.col("id") % 20 + 1).alias("store_id"),
         pick(["completed", "pending", "returned", "cancelled"]).alias("status"),
-        ts.alias("transaction_ts"), F.date_format(day, "yyyy-MM-dd").alias("dt"),
+        ts.alias("transaction_ts"),
+        F.date_format(day, "yyyy-MM-dd").alias("dt"),
         day.alias("order_date"),
         pick(["north_america", "europe", "asia_pacific", "latin_america"]).alias("region"),
         pick(["US", "GB", "DE", "JP", "BR", "FR"]).alias("country"),
@@ -68,12 +73,17 @@ def sales_lines(spark: SparkSession, first: int, count: int, version: int, days:
         F.format_string("Product %d", F.col("id") % 2_000).alias("product_name"),
         pick(["electronics", "apparel", "sports", "grocery"]).alias("product_category"),
         pick(["Voltix", "Casa", "Stride", "Lumen"]).alias("brand"),
-        F.lit("c").alias("_op"), (F.col("id") * 10 + version).alias("_source_lsn"),
-        ts.alias("_source_ts"), F.current_timestamp().alias("_ingested_at"),
+        F.lit("c").alias("_op"),
+        (F.col("id") * 10 + version).alias("_source_lsn"),
+        ts.alias("_source_ts"),
+        F.current_timestamp().alias("_ingested_at"),
         F.lit("retailmax.retail.sales_transactions").alias("_kafka_topic"),
-        F.lit(0).alias("_kafka_partition"), F.col("id").alias("_kafka_offset"),
-        ts.alias("updated_ts"), F.current_timestamp().alias("last_updated_ts"),
-        F.lit(False).alias("_hoodie_is_deleted"))
+        F.lit(0).alias("_kafka_partition"),
+        F.col("id").alias("_kafka_offset"),
+        ts.alias("updated_ts"),
+        F.current_timestamp().alias("last_updated_ts"),
+        F.lit(False).alias("_hoodie_is_deleted"),
+    )
 
 
 def _columns(table: Table) -> list[str]:
@@ -81,35 +91,69 @@ def _columns(table: Table) -> list[str]:
     if table.layer == "bronze":
         derived = table.partition_field if table.partitioning.derives_field else None
         return [c for c in (*table.columns, *lineage_columns(table)) if c != derived]
-    return ["order_id", "line_item_id", "customer_id", "product_id", "quantity", "unit_price",
-            "discount", "line_total", "channel", "store_id", "status", "transaction_ts",
-            "order_date", "region", "country", "loyalty_tier", "sku", "product_name",
-            "product_category", "brand", "last_updated_ts", "_hoodie_is_deleted"]
+    return [
+        "order_id",
+        "line_item_id",
+        "customer_id",
+        "product_id",
+        "quantity",
+        "unit_price",
+        "discount",
+        "line_total",
+        "channel",
+        "store_id",
+        "status",
+        "transaction_ts",
+        "order_date",
+        "region",
+        "country",
+        "loyalty_tier",
+        "sku",
+        "product_name",
+        "product_category",
+        "brand",
+        "last_updated_ts",
+        "_hoodie_is_deleted",
+    ]
 
 
 def _tables(by: str) -> list[Table]:
-    return [dataclasses.replace(SALES_TRANSACTIONS, name="bench_layout_sales_bronze",
-                                partitioning=Partitioning("dt", by=by, from_ts="transaction_ts")),
-            Table(name="bench_layout_orders_silver", layer="silver", table_type="COPY_ON_WRITE",
-                  record_key=UNIFIED_CUSTOMER_ORDERS.record_key,
-                  ordering=UNIFIED_CUSTOMER_ORDERS.ordering,
-                  partitioning=Partitioning("order_date", by=by), change_log=True,
-                  merge_mode=UNIFIED_CUSTOMER_ORDERS.merge_mode)]
+    return [
+        dataclasses.replace(
+            SALES_TRANSACTIONS,
+            name="bench_layout_sales_bronze",
+            partitioning=Partitioning("dt", by=by, from_ts="transaction_ts"),
+        ),
+        Table(
+            name="bench_layout_orders_silver",
+            layer="silver",
+            table_type="COPY_ON_WRITE",
+            record_key=UNIFIED_CUSTOMER_ORDERS.record_key,
+            ordering=UNIFIED_CUSTOMER_ORDERS.ordering,
+            partitioning=Partitioning("order_date", by=by),
+            change_log=True,
+            merge_mode=UNIFIED_CUSTOMER_ORDERS.merge_mode,
+        ),
+    ]
 
 
 def _files(path: str) -> dict:
     root = Path(path)
-    found = storage([(str(p.relative_to(root)), p.stat().st_size)
-                     for p in root.rglob("*") if p.is_file()])
-    return {"data_files": found.files, "bytes": found.bytes, "partitions": found.partitions,
-            "average_file_bytes": found.average_bytes}
+    found = storage([(str(p.relative_to(root)), p.stat().st_size) for p in root.rglob("*") if p.is_file()])
+    return {
+        "data_files": found.files,
+        "bytes": found.bytes,
+        "partitions": found.partitions,
+        "average_file_bytes": found.average_bytes,
+    }
 
 
 def write_lines(frame: DataFrame, table: Table, options: dict[str, str], path: str) -> float:
     """Upserts sales lines into `table` at `path` with `options`; returns the seconds taken."""
     began = time.monotonic()
-    with_partition_field(frame.select(_columns(table)), table).write.format("hudi") \
-        .options(**options).mode("append").save(path)
+    with_partition_field(frame.select(_columns(table)), table).write.format("hudi").options(**options).mode(
+        "append"
+    ).save(path)
     return time.monotonic() - began
 
 
@@ -119,21 +163,24 @@ def _timed(action) -> float:
     return time.monotonic() - began
 
 
-def _one_table(spark: SparkSession, settings: Settings, table: Table, lines: int, commits: int,
-               options: dict[str, str]) -> dict:
+def _one_table(
+    spark: SparkSession, settings: Settings, table: Table, lines: int, commits: int, options: dict[str, str]
+) -> dict:
     path = table.path(settings)
     shutil.rmtree(path, ignore_errors=True)
     seconds = write_lines(sales_lines(spark, 0, lines, 1, DAYS), table, options, path)
     result = {"load_seconds": round(seconds, 1)}
     small = []
     for commit in range(commits):
-        recent = sales_lines(spark, lines - (commit + 1) * ROWS_PER_SMALL_COMMIT * 5,
-                        ROWS_PER_SMALL_COMMIT, commit + 2, 3)
+        recent = sales_lines(
+            spark, lines - (commit + 1) * ROWS_PER_SMALL_COMMIT * 5, ROWS_PER_SMALL_COMMIT, commit + 2, 3
+        )
         small.append(write_lines(recent, table, options, path))
     result["small_commit_median_seconds"] = round(statistics.median(small[2:]), 2)
     changed = max(1, round(lines * CHANGE_SHARE))
     result["change_commit_seconds"] = round(
-        write_lines(sales_lines(spark, lines - changed, changed, commits + 2, 30), table, options, path), 1)
+        write_lines(sales_lines(spark, lines - changed, changed, commits + 2, 30), table, options, path), 1
+    )
     snapshot = lambda: spark.read.format("hudi").load(path)  # noqa: E731
     result["full_read_seconds"] = round(_timed(lambda: snapshot().count()), 2)
     month = F.date_format(F.add_months(F.current_date(), -6), "yyyy-MM")
@@ -149,64 +196,92 @@ def _month(frame: DataFrame, table: Table, month) -> DataFrame:
     return kept.where(F.col(partitioning.field) == month) if partitioning.derives_field else kept
 
 
-def measure(spark: SparkSession, settings: Settings, sizes: list[int], commits: int,
-            report=print) -> dict:
+def measure(spark: SparkSession, settings: Settings, sizes: list[int], commits: int, report=print) -> dict:
     results = []
     for lines in sizes:
         for by in GRANULARITIES:
             for table in _tables(by):
-                found = _one_table(spark, settings, table, lines, commits,
-                                   hudi_options(table, settings))
-                results.append({"sales_lines": lines, "granularity": by, "layer": table.layer,
-                                "table_type": table.table_type, **found})
+                found = _one_table(spark, settings, table, lines, commits, hudi_options(table, settings))
+                results.append(
+                    {
+                        "sales_lines": lines,
+                        "granularity": by,
+                        "layer": table.layer,
+                        "table_type": table.table_type,
+                        **found,
+                    }
+                )
                 report(f"{lines:,} lines, {table.layer} by {by}: {found}")
                 shutil.rmtree(table.path(settings), ignore_errors=True)
     footers = []
     lines = sizes[0]
     for table in _tables("month"):
-        for variant, extra in [*((f"{codec}, no bloom filter", {"hoodie.parquet.compression.codec": codec})
-                                 for codec in CODECS),
-                               ("gzip, key bloom filter (Hudi's defaults)",
-                                {"hoodie.parquet.compression.codec": "gzip",
-                                 "hoodie.parquet.bloom.filter.enabled": "true"})]:
+        for variant, extra in [
+            *((f"{codec}, no bloom filter", {"hoodie.parquet.compression.codec": codec}) for codec in CODECS),
+            (
+                "gzip, key bloom filter (Hudi's defaults)",
+                {"hoodie.parquet.compression.codec": "gzip", "hoodie.parquet.bloom.filter.enabled": "true"},
+            ),
+        ]:
             path = table.path(settings)
             shutil.rmtree(path, ignore_errors=True)
             options = hudi_options(table, settings) | extra
             seconds = write_lines(sales_lines(spark, 0, lines, 1, DAYS), table, options, path)
             read = _timed(lambda: spark.read.format("hudi").load(path).count())
-            found = {"layer": table.layer, "variant": variant, "load_seconds": round(seconds, 1),
-                     "full_read_seconds": round(read, 2), **_files(path)}
+            found = {
+                "layer": table.layer,
+                "variant": variant,
+                "load_seconds": round(seconds, 1),
+                "full_read_seconds": round(read, 2),
+                **_files(path),
+            }
             footers.append(found)
             report(f"{lines:,} lines, {table.layer} {variant}: {found}")
             shutil.rmtree(path, ignore_errors=True)
-    return {"days": DAYS, "small_commit_rows": ROWS_PER_SMALL_COMMIT, "commits": commits,
-            "change_share": CHANGE_SHARE, "granularities": results,
-            "files_at": lines, "files": footers}
+    return {
+        "days": DAYS,
+        "small_commit_rows": ROWS_PER_SMALL_COMMIT,
+        "commits": commits,
+        "change_share": CHANGE_SHARE,
+        "granularities": results,
+        "files_at": lines,
+        "files": footers,
+    }
 
 
 def markdown(results: dict) -> str:
-    lines = [*header("Table layout", results),
-             f"Sales lines spread over {results['days']} days, loaded into a fresh Bronze sales "
-             f"(MERGE_ON_READ) and Silver unified orders (COPY_ON_WRITE) table of each "
-             f"granularity; then {results['commits']} commits of "
-             f"{results['small_commit_rows']} recent lines (median after two), one commit "
-             f"changing the newest {results['change_share']:.0%}, a full read and a read of one "
-             f"month. Files and bytes are every data file on storage afterwards.", "",
-             "| sales lines | layer | granularity | load s | small commit s | 1% commit s "
-             "| full read s | month read s | partitions | data files | MiB | average file KiB |",
-             "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        *header("Table layout", results),
+        f"Sales lines spread over {results['days']} days, loaded into a fresh Bronze sales "
+        f"(MERGE_ON_READ) and Silver unified orders (COPY_ON_WRITE) table of each "
+        f"granularity; then {results['commits']} commits of "
+        f"{results['small_commit_rows']} recent lines (median after two), one commit "
+        f"changing the newest {results['change_share']:.0%}, a full read and a read of one "
+        f"month. Files and bytes are every data file on storage afterwards.",
+        "",
+        "| sales lines | layer | granularity | load s | small commit s | 1% commit s "
+        "| full read s | month read s | partitions | data files | MiB | average file KiB |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in results["granularities"]:
-        lines.append(f"| {r['sales_lines']:,} | {r['layer']} | {r['granularity']} "
-                     f"| {r['load_seconds']} | {r['small_commit_median_seconds']} "
-                     f"| {r['change_commit_seconds']} | {r['full_read_seconds']} "
-                     f"| {r['month_read_seconds']} | {r['partitions']:,} | {r['data_files']:,} "
-                     f"| {r['bytes'] / 2**20:,.1f} | {r['average_file_bytes'] / 2**10:,.0f} |")
-    lines += ["", f"Codec and key bloom filter, {results['files_at']:,} lines by month (one "
-                  f"load, then a full read):", "",
-              "| layer | variant | load s | full read s | data files | MiB | average file KiB |",
-              "|---|---|---:|---:|---:|---:|---:|"]
+        lines.append(
+            f"| {r['sales_lines']:,} | {r['layer']} | {r['granularity']} "
+            f"| {r['load_seconds']} | {r['small_commit_median_seconds']} "
+            f"| {r['change_commit_seconds']} | {r['full_read_seconds']} "
+            f"| {r['month_read_seconds']} | {r['partitions']:,} | {r['data_files']:,} "
+            f"| {r['bytes'] / 2**20:,.1f} | {r['average_file_bytes'] / 2**10:,.0f} |"
+        )
+    lines += [
+        "",
+        f"Codec and key bloom filter, {results['files_at']:,} lines by month (one load, then a full read):",
+        "",
+        "| layer | variant | load s | full read s | data files | MiB | average file KiB |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for r in results["files"]:
-        lines.append(f"| {r['layer']} | {r['variant']} | {r['load_seconds']} "
-                     f"| {r['full_read_seconds']} | {r['data_files']:,} "
-                     f"| {r['bytes'] / 2**20:,.2f} | {r['average_file_bytes'] / 2**10:,.0f} |")
+        lines.append(
+            f"| {r['layer']} | {r['variant']} | {r['load_seconds']} "
+            f"| {r['full_read_seconds']} | {r['data_files']:,} "
+            f"| {r['bytes'] / 2**20:,.2f} | {r['average_file_bytes'] / 2**10:,.0f} |"
+        )
     return "\n".join(lines) + "\n"

@@ -28,15 +28,18 @@ from pipeline.commands import lakehouse
 TRANSACTIONS_PER_SECOND = 20
 EVENTS_PER_TRANSACTION = 4  # as in `make up`: 5 transactions and 20 events a second
 
-TABLE_LINE = re.compile(r"^(hudi_\w+)\s+(incremental|full refresh|no new input).*?([\d.]+) s\)?"
-                        r"(?:  \(.*\))?$")  # a full refresh ends with its reason
+TABLE_LINE = re.compile(
+    r"^(hudi_\w+)\s+(incremental|full refresh|no new input).*?([\d.]+) s\)?"
+    r"(?:  \(.*\))?$"
+)  # a full refresh ends with its reason
 DRAINED = re.compile(r"^bronze: drained in ([\d.]+) s")
 
 
 def _lakehouse_run(settings: Settings) -> dict:
     began = time.monotonic()
-    done = subprocess.run(lakehouse("run"), capture_output=True, text=True,
-                          env=os.environ | settings.environment())
+    done = subprocess.run(
+        lakehouse("run"), capture_output=True, text=True, env=os.environ | settings.environment()
+    )
     seconds = time.monotonic() - began
     if done.returncode:
         raise BenchmarkError(f"lakehouse run failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -47,8 +50,12 @@ def _lakehouse_run(settings: Settings) -> dict:
         elif found := TABLE_LINE.match(line):
             tables[found[1]] = {"mode": found[2], "seconds": float(found[3])}
     derived = sum(t["seconds"] for t in tables.values())
-    return {"seconds": round(seconds, 1), "bronze_seconds": bronze, "tables": tables,
-            "other_seconds": round(seconds - bronze - derived, 1)}
+    return {
+        "seconds": round(seconds, 1),
+        "bronze_seconds": bronze,
+        "tables": tables,
+        "other_seconds": round(seconds - bronze - derived, 1),
+    }
 
 
 def _wait_for_capture(settings: Settings, quiet_seconds: float = 5.0, timeout: float = 300) -> int:
@@ -57,8 +64,9 @@ def _wait_for_capture(settings: Settings, quiet_seconds: float = 5.0, timeout: f
     began, last, since = time.monotonic(), -1, time.monotonic()
     while time.monotonic() - since < quiet_seconds:
         if time.monotonic() - began > timeout:
-            raise BenchmarkError("Debezium kept publishing for 5 minutes: is the demo's simulator "
-                                 "running (`make down` first)?")
+            raise BenchmarkError(
+                "Debezium kept publishing for 5 minutes: is the demo's simulator running (`make down` first)?"
+            )
         now = sum(messages_in(settings, topic) for topic in source_topics())
         if now != last:
             last, since = now, time.monotonic()
@@ -67,8 +75,12 @@ def _wait_for_capture(settings: Settings, quiet_seconds: float = 5.0, timeout: f
 
 
 def _simulate(settings: Settings, transactions: int) -> dict[str, int]:
-    plan = SimulationPlan(TRANSACTIONS_PER_SECOND, TRANSACTIONS_PER_SECOND * EVENTS_PER_TRANSACTION,
-                          transactions / TRANSACTIONS_PER_SECOND, BENCH_SEED)
+    plan = SimulationPlan(
+        TRANSACTIONS_PER_SECOND,
+        TRANSACTIONS_PER_SECOND * EVENTS_PER_TRANSACTION,
+        transactions / TRANSACTIONS_PER_SECOND,
+        BENCH_SEED,
+    )
     return dict(simulate(settings, plan, report=lambda line: None))
 
 
@@ -78,38 +90,56 @@ def measure(settings: Settings, changes: int, report=print) -> dict:
     report(f"run: one pass over everything the sources hold ({lines:,} sales lines)")
     _wait_for_capture(settings)
     first = _lakehouse_run(settings)
-    report(f"  first pass {first['seconds']} s: Bronze {first['bronze_seconds']} s, other "
-           f"{first['other_seconds']} s, " + ", ".join(
-               f"{name} {t['seconds']} s" for name, t in first["tables"].items()))
+    report(
+        f"  first pass {first['seconds']} s: Bronze {first['bronze_seconds']} s, other "
+        f"{first['other_seconds']} s, "
+        + ", ".join(f"{name} {t['seconds']} s" for name, t in first["tables"].items())
+    )
     before = _wait_for_capture(settings)
     operations = _simulate(settings, changes)
     events = _wait_for_capture(settings) - before
     report(f"  {operations} -> {events} messages")
     incremental = _lakehouse_run(settings)
-    report(f"  lakehouse run {incremental['seconds']} s: Bronze {incremental['bronze_seconds']} s, "
-           f"other {incremental['other_seconds']} s, " + ", ".join(
-               f"{name} {t['seconds']} s" for name, t in incremental["tables"].items()))
-    return {"sales_lines": lines, "transactions": changes, "operations": operations,
-            "change_events": events, "first_pass": first, "incremental": incremental}
+    report(
+        f"  lakehouse run {incremental['seconds']} s: Bronze {incremental['bronze_seconds']} s, "
+        f"other {incremental['other_seconds']} s, "
+        + ", ".join(f"{name} {t['seconds']} s" for name, t in incremental["tables"].items())
+    )
+    return {
+        "sales_lines": lines,
+        "transactions": changes,
+        "operations": operations,
+        "change_events": events,
+        "first_pass": first,
+        "incremental": incremental,
+    }
 
 
 def markdown(results: dict) -> str:
     first, run = results["first_pass"], results["incremental"]
-    lines = [*header(f"`lakehouse run`: the first, and after {results['transactions']} source "
-                     f"transactions", results),
-             f"Source: {results['sales_lines']:,} sales lines. The first run reads everything Kafka "
-             f"holds and builds every table. Then the simulator's mix "
-             f"({', '.join(f'{k} {v}' for k, v in sorted(results['operations'].items()))}) made "
-             f"{results['change_events']:,} messages in the source topics, which the second run "
-             f"takes incrementally.", "",
-             "| part of `lakehouse run` | first run s | after the transactions s |",
-             "|---|---:|---:|",
-             f"| **whole run, process start to exit** | **{first['seconds']}** | **{run['seconds']}** |",
-             f"| Bronze drain (five topics) | {first['bronze_seconds']} | {run['bronze_seconds']} |"]
+    lines = [
+        *header(
+            f"`lakehouse run`: the first, and after {results['transactions']} source transactions", results
+        ),
+        f"Source: {results['sales_lines']:,} sales lines. The first run reads everything Kafka "
+        f"holds and builds every table. Then the simulator's mix "
+        f"({', '.join(f'{k} {v}' for k, v in sorted(results['operations'].items()))}) made "
+        f"{results['change_events']:,} messages in the source topics, which the second run "
+        f"takes incrementally.",
+        "",
+        "| part of `lakehouse run` | first run s | after the transactions s |",
+        "|---|---:|---:|",
+        f"| **whole run, process start to exit** | **{first['seconds']}** | **{run['seconds']}** |",
+        f"| Bronze drain (five topics) | {first['bronze_seconds']} | {run['bronze_seconds']} |",
+    ]
     for name, t in run["tables"].items():
         built = first["tables"].get(name, {})
-        lines.append(f"| {name} ({built.get('mode', '-')}, then {t['mode']}) "
-                     f"| {built.get('seconds', '-')} | {t['seconds']} |")
-    lines.append(f"| the rest: Python and JVM start, catalog, quality results "
-                 f"| {first['other_seconds']} | {run['other_seconds']} |")
+        lines.append(
+            f"| {name} ({built.get('mode', '-')}, then {t['mode']}) "
+            f"| {built.get('seconds', '-')} | {t['seconds']} |"
+        )
+    lines.append(
+        f"| the rest: Python and JVM start, catalog, quality results "
+        f"| {first['other_seconds']} | {run['other_seconds']} |"
+    )
     return "\n".join(lines) + "\n"

@@ -23,8 +23,9 @@ from orchestration.commands import run_table
 
 def _materialize(job: dg.JobDefinition, keys: list[dg.AssetKey] | None = None) -> float:
     began = time.monotonic()
-    result = job.execute_in_process(instance=dg.DagsterInstance.ephemeral(), asset_selection=keys,
-                                    raise_on_error=False)
+    result = job.execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(), asset_selection=keys, raise_on_error=False
+    )
     if not result.success:
         failed = [e.message for e in result.all_events if e.is_failure]
         raise RuntimeError(f"the scheduled run failed: {failed}")
@@ -48,10 +49,11 @@ def measure(settings: Settings, runs: int, changes: int, report=print) -> dict:
     for table in assets.tables():
         direct = [_timed(lambda: run_table(table, settings)) for _ in range(runs)]
         scheduled = [_materialize(job, [assets.asset_key(table)]) for _ in range(runs)]
-        per_table[table.name] = {"direct_seconds": round(statistics.median(direct), 2),
-                                 "dagster_seconds": round(statistics.median(scheduled), 2),
-                                 "overhead_seconds": round(statistics.median(scheduled)
-                                                           - statistics.median(direct), 2)}
+        per_table[table.name] = {
+            "direct_seconds": round(statistics.median(direct), 2),
+            "dagster_seconds": round(statistics.median(scheduled), 2),
+            "overhead_seconds": round(statistics.median(scheduled) - statistics.median(direct), 2),
+        }
         report(f"  {table.name}: {per_table[table.name]}")
 
     _simulate(settings, changes)
@@ -61,21 +63,33 @@ def measure(settings: Settings, runs: int, changes: int, report=print) -> dict:
     _wait_for_capture(settings)
     scheduled_pass = round(_materialize(job), 1)
     overheads = [t["overhead_seconds"] for t in per_table.values()]
-    return {"runs": runs, "changes": changes, "tables": per_table,
-            "median_overhead_seconds": round(statistics.median(overheads), 2),
-            "pass": {"lakehouse_run_seconds": direct_pass, "every_table_job_seconds": scheduled_pass}}
+    return {
+        "runs": runs,
+        "changes": changes,
+        "tables": per_table,
+        "median_overhead_seconds": round(statistics.median(overheads), 2),
+        "pass": {"lakehouse_run_seconds": direct_pass, "every_table_job_seconds": scheduled_pass},
+    }
 
 
 def markdown(results: dict) -> str:
-    lines = [*header("Scheduled mode benchmark", results),
-             f"Each table's own command with nothing new to read, run directly and as a Dagster "
-             f"asset (in process), median of {results['runs']} runs each:", "",
-             "| table | direct s | as an asset s | overhead s |", "|---|---:|---:|---:|"]
+    lines = [
+        *header("Scheduled mode benchmark", results),
+        f"Each table's own command with nothing new to read, run directly and as a Dagster "
+        f"asset (in process), median of {results['runs']} runs each:",
+        "",
+        "| table | direct s | as an asset s | overhead s |",
+        "|---|---:|---:|---:|",
+    ]
     for name, t in results["tables"].items():
         lines.append(f"| {name} | {t['direct_seconds']} | {t['dagster_seconds']} | {t['overhead_seconds']} |")
     one_pass = results["pass"]
-    lines += ["", f"Median overhead per asset: **{results['median_overhead_seconds']} s**.", "",
-              f"A whole pass after {results['changes']} source transactions: `lakehouse run` (one "
-              f"JVM) {one_pass['lakehouse_run_seconds']} s, the `every_table` job (a JVM per "
-              f"table) {one_pass['every_table_job_seconds']} s."]
+    lines += [
+        "",
+        f"Median overhead per asset: **{results['median_overhead_seconds']} s**.",
+        "",
+        f"A whole pass after {results['changes']} source transactions: `lakehouse run` (one "
+        f"JVM) {one_pass['lakehouse_run_seconds']} s, the `every_table` job (a JVM per "
+        f"table) {one_pass['every_table_job_seconds']} s.",
+    ]
     return "\n".join(lines) + "\n"

@@ -33,8 +33,12 @@ def _summary(seconds: list[float]) -> dict:
 
 def _timed_command(settings: Settings, *arguments: str) -> float:
     began = time.perf_counter()
-    result = subprocess.run([str(LAKEHOUSE), *arguments], capture_output=True, text=True,
-                            env={**os.environ, **settings.environment()})
+    result = subprocess.run(
+        [str(LAKEHOUSE), *arguments],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **settings.environment()},
+    )
     elapsed = time.perf_counter() - began
     if result.returncode != 0:
         raise RuntimeError(f"`lakehouse {' '.join(arguments)}` failed:\n{result.stderr[-2000:]}")
@@ -42,13 +46,21 @@ def _timed_command(settings: Settings, *arguments: str) -> float:
 
 
 def measure(settings: Settings, runs: int, cold_jvm_runs: int, report=print) -> dict:
-    missing = [name for name in ("gold.hudi_daily_sales_gold", "gold.hudi_customer_segments_gold")
-               if name not in fastpath.existing_tables(settings.warehouse)]
+    missing = [
+        name
+        for name in ("gold.hudi_daily_sales_gold", "gold.hudi_customer_segments_gold")
+        if name not in fastpath.existing_tables(settings.warehouse)
+    ]
     if missing:
-        raise RuntimeError(f"{', '.join(missing)} missing in {settings.warehouse}: run the Silver "
-                           f"and Gold part of the benchmark first (`python -m benchmarks --only derived`)")
-    daily_rows = fastpath.query(settings.warehouse, "SELECT count(*) AS n FROM "
-                                "gold.hudi_daily_sales_gold").table.column("n")[0].as_py()
+        raise RuntimeError(
+            f"{', '.join(missing)} missing in {settings.warehouse}: run the Silver "
+            f"and Gold part of the benchmark first (`python -m benchmarks --only derived`)"
+        )
+    daily_rows = (
+        fastpath.query(settings.warehouse, "SELECT count(*) AS n FROM gold.hudi_daily_sales_gold")
+        .table.column("n")[0]
+        .as_py()
+    )
     # A port of its own: the demo's JDBC server serves the demo's catalog.
     server = NativeThriftServer(dataclasses.replace(settings, thrift_port=settings.thrift_port + 2))
     report(f"query latency over Gold ({daily_rows:,} daily-sales rows): starting a JDBC server")
@@ -71,24 +83,31 @@ def measure(settings: Settings, runs: int, cold_jvm_runs: int, report=print) -> 
         server.stop()
     for name, sql in GOLD_QUERIES.items():
         paths["lakehouse query"][name] = _summary(
-            [_timed_command(settings, "query", sql) for _ in range(runs)])
+            [_timed_command(settings, "query", sql) for _ in range(runs)]
+        )
         paths["lakehouse sql"][name] = _summary(
-            [_timed_command(settings, "sql", sql) for _ in range(cold_jvm_runs)])
+            [_timed_command(settings, "sql", sql) for _ in range(cold_jvm_runs)]
+        )
     for path, by_query in paths.items():
         for name, summary in by_query.items():
-            report(f"  {path:<16} {name:<28} p50 {summary['p50_seconds']} s, "
-                   f"p95 {summary['p95_seconds']} s")
+            report(f"  {path:<16} {name:<28} p50 {summary['p50_seconds']} s, p95 {summary['p95_seconds']} s")
     return {"daily_sales_rows": daily_rows, "queries": GOLD_QUERIES, "paths": paths}
 
 
 def markdown(results: dict) -> str:
-    lines = [*header("Query latency over Gold", results),
-             f"Gold built from the benchmark's largest source ({results['daily_sales_rows']:,} rows "
-             f"in hudi_daily_sales_gold). Seconds per question, end to end as the user waits:", "",
-             "| path | query | runs | p50 s | p95 s | max s |", "|---|---|---:|---:|---:|---:|"]
+    lines = [
+        *header("Query latency over Gold", results),
+        f"Gold built from the benchmark's largest source ({results['daily_sales_rows']:,} rows "
+        f"in hudi_daily_sales_gold). Seconds per question, end to end as the user waits:",
+        "",
+        "| path | query | runs | p50 s | p95 s | max s |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
     for path, by_query in results["paths"].items():
         for name, s in by_query.items():
-            lines.append(f"| {path} | {name} | {s['runs']} | {s['p50_seconds']} "
-                         f"| {s['p95_seconds']} | {s['max_seconds']} |")
+            lines.append(
+                f"| {path} | {name} | {s['runs']} | {s['p50_seconds']} "
+                f"| {s['p95_seconds']} | {s['max_seconds']} |"
+            )
     lines += ["", "Queries:", ""] + [f"- `{name}`: `{sql}`" for name, sql in results["queries"].items()]
     return "\n".join(lines) + "\n"

@@ -37,8 +37,16 @@ MOVED_FROM = "_moved_from"
 # fields that the declaration lacks or that the message lacks (bronze/schema.py).
 IMAGE_FIELDS = "_image_fields"
 CORRUPT_RECORD = "_corrupt_record"
-QUARANTINE_COLUMNS = ("_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_ts",
-                      "raw_key", "raw_value", "error", "_quarantined_at")
+QUARANTINE_COLUMNS = (
+    "_kafka_topic",
+    "_kafka_partition",
+    "_kafka_offset",
+    "_kafka_ts",
+    "raw_key",
+    "raw_value",
+    "error",
+    "_quarantined_at",
+)
 
 
 def _as_strings(columns) -> StructType:
@@ -88,8 +96,7 @@ class Plausible:
 
     @classmethod
     def of(cls, settings: Settings, latest_lsn: int | None = None) -> Plausible:
-        return cls(settings.bronze_earliest_plausible, settings.bronze_max_ahead_seconds,
-                   latest_lsn)
+        return cls(settings.bronze_earliest_plausible, settings.bronze_max_ahead_seconds, latest_lsn)
 
     def instant(self, instant: Column) -> Column:
         latest = F.current_timestamp() + F.expr(f"INTERVAL {self.ahead_seconds} SECONDS")
@@ -117,14 +124,19 @@ def _field_checks(image: Column, table: BronzeTable) -> list[tuple[Column, Colum
     if table.envelope == DEBEZIUM:
         # A field the image lacks altogether is a schema change (bronze/schema.py), not a
         # bad row; a field it has as null breaks the source's NOT NULL.
-        checks += [(F.map_contains_key(image, name) & image[name].isNull(),
-                    F.lit(f"null in NOT NULL column {name}")) for name in required]
+        checks += [
+            (F.map_contains_key(image, name) & image[name].isNull(), F.lit(f"null in NOT NULL column {name}"))
+            for name in required
+        ]
     else:
         checks += [(image[name].isNull(), F.lit(f"missing field {name}")) for name in required]
     for name, spark_type in table.columns.items():
-        checks.append((image[name].isNotNull() & _typed(image[name], spark_type).isNull(),
-                       F.concat(F.lit(f"wrong type for {name} ({spark_type}): '"), image[name],
-                                F.lit("'"))))
+        checks.append(
+            (
+                image[name].isNotNull() & _typed(image[name], spark_type).isNull(),
+                F.concat(F.lit(f"wrong type for {name} ({spark_type}): '"), image[name], F.lit("'")),
+            )
+        )
     return checks
 
 
@@ -136,8 +148,9 @@ JSON_DEFECT = "retailmax_json_defect"
 
 def _json_defects(messages: DataFrame) -> Column:
     """Why each `raw_value` is not exactly one JSON object, or null."""
-    messages.sparkSession.udf.registerJavaFunction(JSON_DEFECT, "org.retailmax.bronze.JsonDefect",
-                                                   StringType())
+    messages.sparkSession.udf.registerJavaFunction(
+        JSON_DEFECT, "org.retailmax.bronze.JsonDefect", StringType()
+    )
     return F.call_udf(JSON_DEFECT, F.col("raw_value"))
 
 
@@ -155,9 +168,13 @@ def _key_checks(raw_key: Column, image: Column, table: BronzeTable) -> list[tupl
     else:
         agrees = raw_key == F.concat_ws("|", *(image[name] for name in table.kafka_key))
         owner = f"the event's {'|'.join(table.kafka_key)}"
-    return [(raw_key.isNull(), F.lit("missing Kafka key")),
-            (~F.coalesce(agrees, F.lit(False)),
-             F.concat(F.lit("Kafka key '"), raw_key, F.lit(f"' is not {owner}")))]
+    return [
+        (raw_key.isNull(), F.lit("missing Kafka key")),
+        (
+            ~F.coalesce(agrees, F.lit(False)),
+            F.concat(F.lit("Kafka key '"), raw_key, F.lit(f"' is not {owner}")),
+        ),
+    ]
 
 
 def _parse(raw_value: Column, fields: list[StructField]) -> Column:
@@ -172,16 +189,14 @@ def _parse_checked(messages: DataFrame, name: str, fields: list[StructField]) ->
     values without one, their parse as column `name`: Spark's parser never sees what the
     strict check refused (a value nested deeper than its parser allows would fail the batch)."""
     checked = messages.withColumn("_defect", _json_defects(messages))
-    return checked.withColumn(name, F.when(F.col("_defect").isNull(),
-                                           _parse(F.col("raw_value"), fields)))
+    return checked.withColumn(name, F.when(F.col("_defect").isNull(), _parse(F.col("raw_value"), fields)))
 
 
 def _not_an_object(parsed: Column) -> Column:
     return parsed.isNull() | parsed[CORRUPT_RECORD].isNotNull()
 
 
-KAFKA_COLUMNS = ("raw_key", "raw_value", "_kafka_topic", "_kafka_partition", "_kafka_offset",
-                 "_kafka_ts")
+KAFKA_COLUMNS = ("raw_key", "raw_value", "_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_ts")
 
 
 def _kafka_columns(raw: DataFrame) -> DataFrame:
@@ -213,8 +228,10 @@ def _debezium(messages: DataFrame, table: BronzeTable, plausible: Plausible) -> 
     # message has beyond them are seen too.
     image_type = MapType(StringType(), StringType())
     envelope = [
-        StructField("before", image_type), StructField("after", image_type),
-        StructField("op", StringType()), StructField("source", _as_strings(["lsn", "ts_ms"])),
+        StructField("before", image_type),
+        StructField("after", image_type),
+        StructField("op", StringType()),
+        StructField("source", _as_strings(["lsn", "ts_ms"])),
     ]
     parsed = _parse_checked(messages, "_m", envelope)
     op = F.col("_m.op")
@@ -229,18 +246,35 @@ def _debezium(messages: DataFrame, table: BronzeTable, plausible: Plausible) -> 
         (_not_an_object(F.col("_m")), F.lit("before, after and source must be JSON objects")),
         (op.isNull(), F.lit("missing field op")),
         (~op.isin(*CDC_OPS), F.concat(F.lit("unknown op '"), op, F.lit("'"))),
-        (~F.coalesce(F.col("_m.source.lsn").rlike(r"^[0-9]+$")
-                     & F.col("_m.source.lsn").cast("long").isNotNull(), F.lit(False)),
-         F.lit("missing or non-numeric source.lsn")),
-        *([(F.col("_m.source.lsn").cast("long") > plausible.latest_lsn,
-            F.concat(F.lit("implausible source.lsn '"), F.col("_m.source.lsn"),
-                     F.lit(f"' (beyond the source's WAL position {plausible.latest_lsn})")))]
-          if plausible.latest_lsn is not None else []),
-        (source_ms.isNotNull() & ~plausible.millis(source_ms),
-         F.concat(F.lit("implausible source.ts_ms '"), source_ms, F.lit("'"))),
-        (F.col("_image").isNull(),
-         F.concat(F.lit("missing "), F.when(op == "d", "before").otherwise("after"),
-                  F.lit(" image"))),
+        (
+            ~F.coalesce(
+                F.col("_m.source.lsn").rlike(r"^[0-9]+$") & F.col("_m.source.lsn").cast("long").isNotNull(),
+                F.lit(False),
+            ),
+            F.lit("missing or non-numeric source.lsn"),
+        ),
+        *(
+            [
+                (
+                    F.col("_m.source.lsn").cast("long") > plausible.latest_lsn,
+                    F.concat(
+                        F.lit("implausible source.lsn '"),
+                        F.col("_m.source.lsn"),
+                        F.lit(f"' (beyond the source's WAL position {plausible.latest_lsn})"),
+                    ),
+                )
+            ]
+            if plausible.latest_lsn is not None
+            else []
+        ),
+        (
+            source_ms.isNotNull() & ~plausible.millis(source_ms),
+            F.concat(F.lit("implausible source.ts_ms '"), source_ms, F.lit("'")),
+        ),
+        (
+            F.col("_image").isNull(),
+            F.concat(F.lit("missing "), F.when(op == "d", "before").otherwise("after"), F.lit(" image")),
+        ),
         *_field_checks(F.col("_image"), table),
         *_key_checks(F.col("raw_key"), F.col("_image"), table),
     ]
@@ -250,32 +284,45 @@ def _debezium(messages: DataFrame, table: BronzeTable, plausible: Plausible) -> 
     if table.partition_field:
         before, after = (_partition_column(F.col(image), table) for image in ("_m.before", "_image"))
         moved = ~partition_value(table.partitioning, before).eqNullSafe(
-            partition_value(table.partitioning, after))
+            partition_value(table.partitioning, after)
+        )
         moved_from = [F.when((op == "u") & moved, before).alias(MOVED_FROM)]
     return parsed.select(
-        *KAFKA_COLUMNS, "_image", *moved_from,
+        *KAFKA_COLUMNS,
+        "_image",
+        *moved_from,
         F.array_join(F.array_sort(F.map_keys("_image")), ",").alias(IMAGE_FIELDS),
         _first_error(checks).alias("error"),
         op.alias("_op"),
         F.col("_m.source.lsn").cast("long").alias("_source_lsn"),
-        F.when(plausible.millis(source_ms),
-               F.timestamp_millis(source_ms.cast("long"))).alias("_source_ts"),
+        F.when(plausible.millis(source_ms), F.timestamp_millis(source_ms.cast("long"))).alias("_source_ts"),
         (op == "d").alias("_hoodie_is_deleted"),
     )
 
 
 def _json_event(messages: DataFrame, table: BronzeTable, plausible: Plausible) -> DataFrame:
     parsed = _parse_checked(messages, "_image", _as_strings(table.columns).fields)
-    checks = [(~F.col("_utf8"), F.lit("not UTF-8 text")),
-              (F.col("_defect").isNotNull(), F.col("_defect")),
-              (_not_an_object(F.col("_image")), F.lit("not a JSON object")),
-              *_field_checks(F.col("_image"), table),
-              *_key_checks(F.col("raw_key"), F.col("_image"), table),
-              *[(~plausible.instant(_typed(F.col("_image")[name], "timestamp")),
-                 F.concat(F.lit(f"implausible {name} '"), F.col("_image")[name], F.lit("'")))
-                for name in table.ordering if table.columns.get(name) == "timestamp"]]
-    return parsed.select(*KAFKA_COLUMNS, "_image", _first_error(checks).alias("error"),
-                         F.lit(False).alias("_hoodie_is_deleted"))
+    checks = [
+        (~F.col("_utf8"), F.lit("not UTF-8 text")),
+        (F.col("_defect").isNotNull(), F.col("_defect")),
+        (_not_an_object(F.col("_image")), F.lit("not a JSON object")),
+        *_field_checks(F.col("_image"), table),
+        *_key_checks(F.col("raw_key"), F.col("_image"), table),
+        *[
+            (
+                ~plausible.instant(_typed(F.col("_image")[name], "timestamp")),
+                F.concat(F.lit(f"implausible {name} '"), F.col("_image")[name], F.lit("'")),
+            )
+            for name in table.ordering
+            if table.columns.get(name) == "timestamp"
+        ],
+    ]
+    return parsed.select(
+        *KAFKA_COLUMNS,
+        "_image",
+        _first_error(checks).alias("error"),
+        F.lit(False).alias("_hoodie_is_deleted"),
+    )
 
 
 def classify(raw: DataFrame, table: BronzeTable, plausible: Plausible = Plausible()) -> DataFrame:
@@ -285,8 +332,9 @@ def classify(raw: DataFrame, table: BronzeTable, plausible: Plausible = Plausibl
     far more slowly than flat columns."""
     messages = _kafka_columns(raw)
     decoded = (_debezium if table.envelope == DEBEZIUM else _json_event)(messages, table, plausible)
-    columns = [_typed(F.col("_image")[name], spark_type).alias(name)
-               for name, spark_type in table.columns.items()]
+    columns = [
+        _typed(F.col("_image")[name], spark_type).alias(name) for name, spark_type in table.columns.items()
+    ]
     if table.partitioning and table.partitioning.from_ts:
         columns.append(_partition_column(F.col("_image"), table).alias(table.partitioning.column))
     # The raw message is only kept for quarantine; for good rows it would be dead weight.
@@ -303,8 +351,15 @@ def lineage_columns(table: BronzeTable) -> tuple[str, ...]:
     derived = (partitioning.column, partitioning.field) if partitioning else ()
     partition = tuple(dict.fromkeys(c for c in derived if c and c not in table.columns))
     cdc = ("_op", "_source_lsn", "_source_ts") if table.envelope == DEBEZIUM else ()
-    return (*partition, *cdc, "_ingested_at", "_kafka_topic", "_kafka_partition", "_kafka_offset",
-            "_hoodie_is_deleted")
+    return (
+        *partition,
+        *cdc,
+        "_ingested_at",
+        "_kafka_topic",
+        "_kafka_partition",
+        "_kafka_offset",
+        "_hoodie_is_deleted",
+    )
 
 
 UNLANDABLE = "could not be landed"
@@ -313,9 +368,11 @@ UNLANDABLE = "could not be landed"
 def unlandable(raw: DataFrame, reason: str) -> DataFrame:
     """Raw Kafka records as quarantine rows, decoding nothing, for messages whose decoding
     or writing itself fails (bronze/job.py): their error is UNLANDABLE and the reason."""
-    return _kafka_columns(raw).select(*QUARANTINE_COLUMNS[:-2],
-                                      F.lit(f"{UNLANDABLE}: {reason}").alias("error"),
-                                      F.current_timestamp().alias("_quarantined_at"))
+    return _kafka_columns(raw).select(
+        *QUARANTINE_COLUMNS[:-2],
+        F.lit(f"{UNLANDABLE}: {reason}").alias("error"),
+        F.current_timestamp().alias("_quarantined_at"),
+    )
 
 
 def split(classified: DataFrame, table: BronzeTable) -> tuple[DataFrame, DataFrame]:
@@ -329,15 +386,23 @@ def split(classified: DataFrame, table: BronzeTable) -> tuple[DataFrame, DataFra
     """
     now = F.current_timestamp()
     decoded = with_partition_field(classified.where(F.col("error").isNull()), table)
-    rows = decoded.select(*table.columns, *(now.alias(name) if name == "_ingested_at" else name
-                                            for name in lineage_columns(table)))
+    rows = decoded.select(
+        *table.columns,
+        *(now.alias(name) if name == "_ingested_at" else name for name in lineage_columns(table)),
+    )
     if MOVED_FROM in classified.columns:
-        old_copies = (with_partition_field(decoded.where(F.col(MOVED_FROM).isNotNull())
-                                           .withColumn(table.partitioning.column, F.col(MOVED_FROM)),
-                                           table)
-                      .withColumn("_ingested_at", now)
-                      .withColumn("_hoodie_is_deleted", F.lit(True)))
+        old_copies = (
+            with_partition_field(
+                decoded.where(F.col(MOVED_FROM).isNotNull()).withColumn(
+                    table.partitioning.column, F.col(MOVED_FROM)
+                ),
+                table,
+            )
+            .withColumn("_ingested_at", now)
+            .withColumn("_hoodie_is_deleted", F.lit(True))
+        )
         rows = rows.unionByName(old_copies.select(rows.columns))
     quarantined = classified.where(F.col("error").isNotNull()).select(
-        *QUARANTINE_COLUMNS[:-1], now.alias("_quarantined_at"))
+        *QUARANTINE_COLUMNS[:-1], now.alias("_quarantined_at")
+    )
     return rows, quarantined

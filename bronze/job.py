@@ -24,15 +24,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryException
 
-from bronze.decode import (IMAGE_FIELDS, Plausible, classify, lineage_columns, split,
-                           unlandable)
-from bronze.schema import (SchemaChange, SourceColumn, reconcile, source_columns,
-                           unexplained_fields)
+from bronze.decode import IMAGE_FIELDS, Plausible, classify, lineage_columns, split, unlandable
+from bronze.schema import SchemaChange, SourceColumn, reconcile, source_columns, unexplained_fields
 from bronze.tables import BRONZE_TABLES, DEBEZIUM, BronzeTable
 from ingestion import database
 from lakehouse import catalog, layout
 from lakehouse.settings import Settings
-
 
 # How long a continuously streamed table whose batch was refused waits before trying again.
 REFUSED_RETRY_SECONDS = 60
@@ -94,19 +91,20 @@ class Landing:
         classified = classify(raw, table, Plausible.of(self.settings, latest_lsn)).persist()
         try:
             messages, bad_count, field_lists = classified.agg(
-                F.count("*"), F.count_if(F.col("error").isNotNull()),
-                F.collect_set(F.when(F.col("error").isNull(), F.col(IMAGE_FIELDS))) if cdc
-                else F.array()).first()
+                F.count("*"),
+                F.count_if(F.col("error").isNotNull()),
+                F.collect_set(F.when(F.col("error").isNull(), F.col(IMAGE_FIELDS))) if cdc else F.array(),
+            ).first()
             if messages == 0:
                 return 0, 0, 0
-            unexplained = (cdc and source is None
-                           and unexplained_fields(self.declared, table, field_lists))
+            unexplained = cdc and source is None and unexplained_fields(self.declared, table, field_lists)
             if unexplained:
                 # Only the source can say whether its schema changed: the batch waits for it.
                 raise BronzeError(
                     f"Bronze table {table.name}: messages have {unexplained}, and the source "
                     f"{table.source_table} cannot be reached to tell whether its schema "
-                    f"changed. The batch waits in Kafka; start again once the source is up.")
+                    f"changed. The batch waits in Kafka; start again once the source is up."
+                )
             row_count = messages - bad_count
             rows, quarantined = split(classified, table)
             if row_count:
@@ -138,9 +136,10 @@ class Landing:
 
     def _isolate(self, raw: DataFrame, positions: list[tuple[int, int]]) -> tuple[int, int, int]:
         position = F.struct("partition", "offset")
-        first, last = (F.struct(F.lit(p).cast("int").alias("partition"),
-                                F.lit(o).cast("long").alias("offset"))
-                       for p, o in (positions[0], positions[-1]))
+        first, last = (
+            F.struct(F.lit(p).cast("int").alias("partition"), F.lit(o).cast("long").alias("offset"))
+            for p, o in (positions[0], positions[-1])
+        )
         part = raw.where(position.between(first, last))
         try:
             return self.land(part)
@@ -149,11 +148,14 @@ class Landing:
         except Exception as error:  # noqa: BLE001 - isolated below, or quarantined with it
             if len(positions) > 1:
                 middle = len(positions) // 2
-                return tuple(map(sum, zip(self._isolate(raw, positions[:middle]),
-                                          self._isolate(raw, positions[middle:]))))
+                return tuple(
+                    map(
+                        sum,
+                        zip(self._isolate(raw, positions[:middle]), self._isolate(raw, positions[middle:])),
+                    )
+                )
             reason = next((line for line in str(error).splitlines() if line.strip()), "")
-            layout.write(unlandable(part, reason[:500]),
-                         self.declared.quarantine, self.settings, "upsert")
+            layout.write(unlandable(part, reason[:500]), self.declared.quarantine, self.settings, "upsert")
             return 1, 0, 1
 
     def _as_landed(self, source: dict[str, SourceColumn] | None) -> BronzeTable:
@@ -176,13 +178,17 @@ def carried_columns(spark: SparkSession, table: BronzeTable, settings: Settings)
         return {}
     known = {*table.columns, *lineage_columns(table)}
     schema = spark.read.format("hudi").load(table.path(settings)).schema
-    return {f.name: f.dataType.simpleString() for f in schema
-            if f.name not in known and not f.name.startswith("_hoodie_")}
+    return {
+        f.name: f.dataType.simpleString()
+        for f in schema
+        if f.name not in known and not f.name.startswith("_hoodie_")
+    }
 
 
 class BronzeJob:
-    def __init__(self, spark: SparkSession, settings: Settings,
-                 tables: tuple[BronzeTable, ...] = BRONZE_TABLES):
+    def __init__(
+        self, spark: SparkSession, settings: Settings, tables: tuple[BronzeTable, ...] = BRONZE_TABLES
+    ):
         self.spark, self.settings, self.tables = spark, settings, tables
         self.counts = {table.name: LandedCounts() for table in tables}
         self.refusals: dict[str, BronzeError] = {}
@@ -200,16 +206,22 @@ class BronzeJob:
                 raise
             self.counts[table.name].add(*landed, time.monotonic() - began)
 
-        source = (self.spark.readStream.format("kafka")
-                  .option("kafka.bootstrap.servers", self.settings.kafka_bootstrap)
-                  .option("subscribe", table.topic)
-                  .option("startingOffsets", "earliest")
-                  .option("failOnDataLoss", "true")
-                  .option("maxOffsetsPerTrigger", self.settings.bronze_max_offsets_per_batch)
-                  .load())
-        return (source.writeStream.queryName(table.name).foreachBatch(write)
-                .option("checkpointLocation", checkpoint_location(self.settings, table))
-                .trigger(**trigger).start())
+        source = (
+            self.spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", self.settings.kafka_bootstrap)
+            .option("subscribe", table.topic)
+            .option("startingOffsets", "earliest")
+            .option("failOnDataLoss", "true")
+            .option("maxOffsetsPerTrigger", self.settings.bronze_max_offsets_per_batch)
+            .load()
+        )
+        return (
+            source.writeStream.queryName(table.name)
+            .foreachBatch(write)
+            .option("checkpointLocation", checkpoint_location(self.settings, table))
+            .trigger(**trigger)
+            .start()
+        )
 
     def _await(self, queries: list[StreamingQuery], timeout: float | None = None) -> None:
         failures = []
@@ -230,8 +242,7 @@ class BronzeJob:
         self._await([self._start(table, {"availableNow": True}) for table in self.tables])
         return self.counts
 
-    def run_continuously(self, trigger_seconds: int,
-                         report=functools.partial(print, flush=True)) -> None:
+    def run_continuously(self, trigger_seconds: int, report=functools.partial(print, flush=True)) -> None:
         """Streams every table until one fails unexpectedly (or Ctrl-C). A table whose batch
         was refused (a schema change at its source, or a source that cannot say) stops alone
         and is started again every `REFUSED_RETRY_SECONDS`: it resumes by itself once the
@@ -253,8 +264,7 @@ class BronzeJob:
                             del retry_at[name]
                             queries[name] = self._start(table, trigger)
                     elif not queries[name].isActive and name in self.refusals:
-                        report(f"{self.refusals.pop(name)} Trying again in "
-                               f"{REFUSED_RETRY_SECONDS} s.")
+                        report(f"{self.refusals.pop(name)} Trying again in {REFUSED_RETRY_SECONDS} s.")
                         retry_at[name] = time.monotonic() + REFUSED_RETRY_SECONDS
                 if not all(q.isActive for name, q in queries.items() if name not in retry_at):
                     break
@@ -265,9 +275,11 @@ class BronzeJob:
 def _explain(query_name: str, error: StreamingQueryException) -> str:
     text = str(error)
     if "failOnDataLoss" in text or "OffsetOutOfRange" in text or "data may have been lost" in text:
-        return (f"Bronze table {query_name}: Kafka no longer holds offsets this table still "
-                f"needs (the topic's retention deleted them), so continuing would skip changes. "
-                f"Rebuild the table from a fresh snapshot: stop the pipeline, delete the table "
-                f"and its checkpoint, and re-snapshot the connector. Kafka said: "
-                f"{text.splitlines()[0][:500]}")
+        return (
+            f"Bronze table {query_name}: Kafka no longer holds offsets this table still "
+            f"needs (the topic's retention deleted them), so continuing would skip changes. "
+            f"Rebuild the table from a fresh snapshot: stop the pipeline, delete the table "
+            f"and its checkpoint, and re-snapshot the connector. Kafka said: "
+            f"{text.splitlines()[0][:500]}"
+        )
     return f"Bronze table {query_name} failed: {text[:2000]}"

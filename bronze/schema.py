@@ -43,7 +43,7 @@ class SchemaChange(ValueError):
 @dataclass(frozen=True)
 class SourceColumn:
     source_type: str  # as Postgres names it: "numeric(14,4)", "text"
-    spark_type: str   # what Bronze stores it as
+    spark_type: str  # what Bronze stores it as
 
 
 def spark_type(data_type: str, precision: int | None = None, scale: int | None = None) -> str:
@@ -56,10 +56,16 @@ def spark_type(data_type: str, precision: int | None = None, scale: int | None =
         # Unconstrained numerics can exceed any Spark decimal: their exact text is kept.
         return f"decimal({precision},{scale})" if precision and precision <= 38 else "string"
     return {
-        "smallint": "smallint", "integer": "int", "bigint": "bigint",
-        "real": "float", "double precision": "double", "boolean": "boolean",
-        "date": "date", "timestamp with time zone": "timestamp",
-        "timestamp without time zone": "bigint", "time without time zone": "bigint",
+        "smallint": "smallint",
+        "integer": "int",
+        "bigint": "bigint",
+        "real": "float",
+        "double precision": "double",
+        "boolean": "boolean",
+        "date": "date",
+        "timestamp with time zone": "timestamp",
+        "timestamp without time zone": "bigint",
+        "time without time zone": "bigint",
         "interval": "bigint",
     }.get(data_type, "string")
 
@@ -90,34 +96,45 @@ def source_columns(settings: Settings, table: BronzeTable) -> dict[str, SourceCo
             rows = db.execute(
                 "SELECT column_name, data_type, numeric_precision, numeric_scale"
                 " FROM information_schema.columns WHERE table_schema = %s AND table_name = %s"
-                " ORDER BY ordinal_position", (schema, name)).fetchall()
+                " ORDER BY ordinal_position",
+                (schema, name),
+            ).fetchall()
     except psycopg.OperationalError:
         return None
-    return {column: SourceColumn(_source_type(data_type, precision, scale),
-                                 spark_type(data_type, precision, scale))
-            for column, data_type, precision, scale in rows}
+    return {
+        column: SourceColumn(
+            _source_type(data_type, precision, scale), spark_type(data_type, precision, scale)
+        )
+        for column, data_type, precision, scale in rows
+    }
 
 
 def _source_type(data_type: str, precision: int | None, scale: int | None) -> str:
     return f"{data_type}({precision},{scale})" if data_type == "numeric" and precision else data_type
 
 
-def reconcile(table: BronzeTable, carried: dict[str, str],
-              source: dict[str, SourceColumn]) -> dict[str, str]:
+def reconcile(table: BronzeTable, carried: dict[str, str], source: dict[str, SourceColumn]) -> dict[str, str]:
     """The columns Bronze carries beyond `table`'s declared ones once the source has
     `source`'s: `carried` plus the columns added at the source. Raises `SchemaChange` for a
     change it cannot take."""
     where = f"{table.source_table} (Bronze table {table.name})"
     if not source:
-        raise SchemaChange(f"the source table {table.source_table} of Bronze table {table.name} "
-                           f"was not found: check PGDATABASE, or, if it was dropped, remove the "
-                           f"table from bronze/tables.py")
-    changes = [f"column {name} ({declared}) was dropped" for name, declared in table.columns.items()
-               if name not in source]
-    changes += [f"column {name} changed type to {source[name].source_type}, which {kind} cannot "
-                f"hold (Bronze would store it as {source[name].spark_type})"
-                for name, kind in {**carried, **table.columns}.items()
-                if name in source and not holds(kind, source[name].spark_type)]
+        raise SchemaChange(
+            f"the source table {table.source_table} of Bronze table {table.name} "
+            f"was not found: check PGDATABASE, or, if it was dropped, remove the "
+            f"table from bronze/tables.py"
+        )
+    changes = [
+        f"column {name} ({declared}) was dropped"
+        for name, declared in table.columns.items()
+        if name not in source
+    ]
+    changes += [
+        f"column {name} changed type to {source[name].source_type}, which {kind} cannot "
+        f"hold (Bronze would store it as {source[name].spark_type})"
+        for name, kind in {**carried, **table.columns}.items()
+        if name in source and not holds(kind, source[name].spark_type)
+    ]
     if changes:
         raise SchemaChange(
             f"the source schema of {where} changed: {'; '.join(changes)}. Bronze stopped before "
@@ -126,10 +143,14 @@ def reconcile(table: BronzeTable, carried: dict[str, str],
             f"one with its new type) and every transform that reads them, then start again. "
             f"Hudi changes a column's type in place only to a wider one (int to bigint, float to "
             f"double, any to string); for other changes rebuild the table as docs/operations.md "
-            f"says (\"Schema changes at the source\"). To undo the change instead, revert it at "
-            f"the source.")
-    added = {name: column.spark_type for name, column in source.items()
-             if name not in table.columns and name not in carried}
+            f'says ("Schema changes at the source"). To undo the change instead, revert it at '
+            f"the source."
+        )
+    added = {
+        name: column.spark_type
+        for name, column in source.items()
+        if name not in table.columns and name not in carried
+    }
     return {**carried, **added}
 
 
@@ -140,5 +161,6 @@ def unexplained_fields(declared: BronzeTable, landed: BronzeTable, field_lists: 
     unknown = sorted(set().union(*images) - set(landed.columns))
     missing = sorted({name for image in images for name in declared.columns if name not in image})
     differences = ([f"fields {unknown} it does not know"] if unknown else []) + (
-        [f"no declared fields {missing}"] if missing else [])
+        [f"no declared fields {missing}"] if missing else []
+    )
     return " and ".join(differences) or None

@@ -59,41 +59,53 @@ class BronzeTable(Table):
     def __post_init__(self):
         super().__post_init__()
         if self.envelope not in (DEBEZIUM, JSON_EVENTS):
-            raise ValueError(f"table {self.name}: envelope must be {DEBEZIUM!r} or "
-                             f"{JSON_EVENTS!r}, got {self.envelope!r}")
+            raise ValueError(
+                f"table {self.name}: envelope must be {DEBEZIUM!r} or {JSON_EVENTS!r}, got {self.envelope!r}"
+            )
         unknown = [k for k in self.record_key if k not in self.columns]
         if unknown:
             raise ValueError(f"table {self.name}: record key {unknown} not among its columns")
-        unknown = [c for c in self.nullable
-                   if c not in self.columns or c in (*self.record_key, *self.ordering)]
+        unknown = [
+            c for c in self.nullable if c not in self.columns or c in (*self.record_key, *self.ordering)
+        ]
         if unknown:
-            raise ValueError(f"table {self.name}: nullable columns {unknown} must be among its "
-                             f"columns and outside its record key and ordering")
+            raise ValueError(
+                f"table {self.name}: nullable columns {unknown} must be among its "
+                f"columns and outside its record key and ordering"
+            )
         if (self.envelope == JSON_EVENTS) != bool(self.kafka_key):
-            raise ValueError(f"table {self.name}: an event stream declares its kafka_key, and "
-                             f"only an event stream does")
+            raise ValueError(
+                f"table {self.name}: an event stream declares its kafka_key, and only an event stream does"
+            )
         unknown = [c for c in self.kafka_key if c not in self.columns or c in self.nullable]
         if unknown:
-            raise ValueError(f"table {self.name}: kafka_key {unknown} must be among its columns "
-                             f"and not nullable")
+            raise ValueError(
+                f"table {self.name}: kafka_key {unknown} must be among its columns and not nullable"
+            )
         if self.personal:
             self._check_personal(self.personal)
 
     def _check_personal(self, personal: PersonalData) -> None:
         if self.envelope != DEBEZIUM:
-            raise ValueError(f"table {self.name}: personal data is erased at its source, so "
-                             f"only a CDC table can declare it")
+            raise ValueError(
+                f"table {self.name}: personal data is erased at its source, so "
+                f"only a CDC table can declare it"
+            )
         if (personal.subject,) != self.record_key:
-            raise ValueError(f"table {self.name}: the personal data's subject must be the record "
-                             f"key {self.record_key}, got {personal.subject!r}")
+            raise ValueError(
+                f"table {self.name}: the personal data's subject must be the record "
+                f"key {self.record_key}, got {personal.subject!r}"
+            )
         unknown = sorted(set(personal.erased) - set(self.columns))
         if unknown:
             raise ValueError(f"table {self.name}: personal columns {unknown} are not among its columns")
         partitioned_by = [self.partitioning.column] if self.partitioning else []
         protected = sorted(set(personal.erased) & {*self.record_key, *self.ordering, *partitioned_by})
         if protected:
-            raise ValueError(f"table {self.name}: {protected} locate the row (key, ordering or "
-                             f"partition) and cannot be erased; leave them out of `erased`")
+            raise ValueError(
+                f"table {self.name}: {protected} locate the row (key, ordering or "
+                f"partition) and cannot be erased; leave them out of `erased`"
+            )
         not_erased = sorted(set(personal.searched) - set(personal.erased))
         if not_erased:
             raise ValueError(f"table {self.name}: searched columns {not_erased} must be erased too")
@@ -106,9 +118,14 @@ class BronzeTable(Table):
     @property
     def quarantine(self) -> Table:
         """Messages that could not be decoded, one row per Kafka position (so replays collapse)."""
-        return Table(name=f"{self.name}_quarantine", layer=self.layer, table_type="COPY_ON_WRITE",
-                     record_key=KAFKA_POSITION, ordering=("_kafka_offset",),
-                     description=f"Undecodable messages of {self.topic}, with the reason.")
+        return Table(
+            name=f"{self.name}_quarantine",
+            layer=self.layer,
+            table_type="COPY_ON_WRITE",
+            record_key=KAFKA_POSITION,
+            ordering=("_kafka_offset",),
+            description=f"Undecodable messages of {self.topic}, with the reason.",
+        )
 
 
 CUSTOMER_MASTER = BronzeTable(
@@ -120,10 +137,19 @@ CUSTOMER_MASTER = BronzeTable(
     ordering=CDC_ORDERING,
     partitioning=Partitioning("country", by="none"),
     columns={
-        "customer_id": "bigint", "first_name": "string", "last_name": "string",
-        "email": "string", "phone": "string", "birth_date": "date", "city": "string",
-        "state": "string", "country": "string", "region": "string", "loyalty_tier": "string",
-        "created_at": "timestamp", "updated_ts": "timestamp",
+        "customer_id": "bigint",
+        "first_name": "string",
+        "last_name": "string",
+        "email": "string",
+        "phone": "string",
+        "birth_date": "date",
+        "city": "string",
+        "state": "string",
+        "country": "string",
+        "region": "string",
+        "loyalty_tier": "string",
+        "created_at": "timestamp",
+        "updated_ts": "timestamp",
     },
     nullable=("phone", "birth_date"),
     # Who the customer is goes; where they shop from (country, region) and their tier stay,
@@ -134,9 +160,15 @@ CUSTOMER_MASTER = BronzeTable(
     # them, and an e-mail address or a phone number is the customer's alone.
     personal=PersonalData(
         subject="customer_id",
-        erased={"first_name": "erased", "last_name": "erased",
-                "email": "erased-{id}@erased.example", "phone": None, "birth_date": None,
-                "city": "erased", "state": "erased"},
+        erased={
+            "first_name": "erased",
+            "last_name": "erased",
+            "email": "erased-{id}@erased.example",
+            "phone": None,
+            "birth_date": None,
+            "city": "erased",
+            "state": "erased",
+        },
         searched=("email", "phone"),
     ),
 )
@@ -149,9 +181,15 @@ PRODUCT_CATALOG = BronzeTable(
     record_key=("product_id",),
     ordering=CDC_ORDERING,
     columns={
-        "product_id": "bigint", "sku": "string", "name": "string", "description": "string",
-        "category": "string", "brand": "string", "unit_price": "decimal(12,2)",
-        "active": "boolean", "updated_ts": "timestamp",
+        "product_id": "bigint",
+        "sku": "string",
+        "name": "string",
+        "description": "string",
+        "category": "string",
+        "brand": "string",
+        "unit_price": "decimal(12,2)",
+        "active": "boolean",
+        "updated_ts": "timestamp",
     },
     nullable=("description",),
 )
@@ -165,10 +203,18 @@ SALES_TRANSACTIONS = BronzeTable(
     ordering=CDC_ORDERING,
     partitioning=Partitioning("dt", by="month", from_ts="transaction_ts"),
     columns={
-        "order_id": "bigint", "line_item_id": "int", "customer_id": "bigint",
-        "product_id": "bigint", "quantity": "int", "unit_price": "decimal(12,2)",
-        "discount": "decimal(12,2)", "channel": "string", "store_id": "string",
-        "status": "string", "transaction_ts": "timestamp", "updated_ts": "timestamp",
+        "order_id": "bigint",
+        "line_item_id": "int",
+        "customer_id": "bigint",
+        "product_id": "bigint",
+        "quantity": "int",
+        "unit_price": "decimal(12,2)",
+        "discount": "decimal(12,2)",
+        "channel": "string",
+        "store_id": "string",
+        "status": "string",
+        "transaction_ts": "timestamp",
+        "updated_ts": "timestamp",
     },
     nullable=("store_id",),
 )
@@ -182,9 +228,15 @@ WEB_CLICKSTREAMS = BronzeTable(
     ordering=("event_ts",),
     partitioning=Partitioning("dt", by="month", from_ts="event_ts"),
     columns={
-        "event_id": "string", "session_id": "string", "customer_id": "bigint",
-        "event_type": "string", "page_url": "string", "product_id": "bigint",
-        "search_query": "string", "device": "string", "event_ts": "timestamp",
+        "event_id": "string",
+        "session_id": "string",
+        "customer_id": "bigint",
+        "event_type": "string",
+        "page_url": "string",
+        "product_id": "bigint",
+        "search_query": "string",
+        "device": "string",
+        "event_ts": "timestamp",
     },
     nullable=("customer_id", "product_id", "search_query"),  # anonymous, or not about one
     kafka_key=EVENT_KEYS[CLICKSTREAM_TOPIC],
@@ -203,25 +255,28 @@ INVENTORY_UPDATES = BronzeTable(
     # stays a column, the day of that report, which Silver reads by.
     partitioning=Partitioning("dt", by="none", from_ts="update_ts"),
     columns={
-        "sku": "string", "location_id": "string", "quantity_on_hand": "int",
-        "change_qty": "int", "reason": "string", "update_ts": "timestamp",
+        "sku": "string",
+        "location_id": "string",
+        "quantity_on_hand": "int",
+        "change_qty": "int",
+        "reason": "string",
+        "update_ts": "timestamp",
     },
     kafka_key=EVENT_KEYS[INVENTORY_TOPIC],
 )
 
-BRONZE_TABLES = (CUSTOMER_MASTER, PRODUCT_CATALOG, SALES_TRANSACTIONS, WEB_CLICKSTREAMS,
-                 INVENTORY_UPDATES)
+BRONZE_TABLES = (CUSTOMER_MASTER, PRODUCT_CATALOG, SALES_TRANSACTIONS, WEB_CLICKSTREAMS, INVENTORY_UPDATES)
 
 
 def personal_columns() -> dict[str, tuple[str, ...]]:
     """Each source table's personal columns: the only ones its eraser role may change."""
-    return {table.source_table: tuple(table.personal.erased)
-            for table in BRONZE_TABLES if table.personal}
+    return {table.source_table: tuple(table.personal.erased) for table in BRONZE_TABLES if table.personal}
 
 
 def bronze_table(name: str) -> BronzeTable:
     for table in BRONZE_TABLES:
         if name in (table.name, table.topic):
             return table
-    raise ConfigurationError(f"no Bronze table {name!r}; known: "
-                             f"{', '.join(t.name for t in BRONZE_TABLES)} (or their topics)")
+    raise ConfigurationError(
+        f"no Bronze table {name!r}; known: {', '.join(t.name for t in BRONZE_TABLES)} (or their topics)"
+    )

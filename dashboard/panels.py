@@ -17,8 +17,15 @@ import pandas as pd
 from lakehouse.files import Storage
 
 # Gold's daily sales by (order_date, product_category, region), as sources.daily_sales reads it.
-SALES_COLUMNS = ("order_date", "product_category", "region", "total_sales_amount",
-                 "total_orders", "units_sold", "line_count")
+SALES_COLUMNS = (
+    "order_date",
+    "product_category",
+    "region",
+    "total_sales_amount",
+    "total_orders",
+    "units_sold",
+    "line_count",
+)
 WEEK = 7
 # Days in the longest range charted day by day.
 MAX_DAILY_BARS = 92
@@ -48,8 +55,9 @@ class Totals:
 
 def default_filter(daily_sales: pd.DataFrame, today: date) -> SalesFilter:
     """Every day with sales (today alone, before any)."""
-    return SalesFilter(start=min(daily_sales["order_date"], default=today),
-                       end=max(daily_sales["order_date"], default=today))
+    return SalesFilter(
+        start=min(daily_sales["order_date"], default=today), end=max(daily_sales["order_date"], default=today)
+    )
 
 
 def filter_from_params(params: Mapping[str, str], default: SalesFilter) -> tuple[SalesFilter, str | None]:
@@ -78,8 +86,7 @@ def _listed(value: str | None) -> tuple[str, ...]:
     return tuple(v.strip() for v in (value or "").split(",") if v.strip())
 
 
-def select_sales(daily_sales: pd.DataFrame, sales_filter: SalesFilter,
-                 dates: bool = True) -> pd.DataFrame:
+def select_sales(daily_sales: pd.DataFrame, sales_filter: SalesFilter, dates: bool = True) -> pd.DataFrame:
     """The groups in the filter's regions and categories (and dates, unless `dates` is
     false: today's totals look at their own days)."""
     keep = pd.Series(True, index=daily_sales.index)
@@ -95,8 +102,11 @@ def select_sales(daily_sales: pd.DataFrame, sales_filter: SalesFilter,
 def totals(sales: pd.DataFrame) -> Totals:
     """Sales amount, units and order lines over the groups given: all three add up across
     groups (orders do not: one order's lines may fall in several categories)."""
-    return Totals(sales=sum(sales["total_sales_amount"], Decimal("0.00")),
-                  units=int(sales["units_sold"].sum()), lines=int(sales["line_count"].sum()))
+    return Totals(
+        sales=sum(sales["total_sales_amount"], Decimal("0.00")),
+        units=int(sales["units_sold"].sum()),
+        lines=int(sales["line_count"].sum()),
+    )
 
 
 def grain(sales_filter: SalesFilter) -> str:
@@ -126,8 +136,11 @@ def today_against_last_week(sales: pd.DataFrame, today: date) -> tuple[Totals, T
     whole units), over the groups given."""
     week = sales[sales["order_date"].between(today - timedelta(days=WEEK), today - timedelta(days=1))]
     week_totals = totals(week)
-    average = Totals(sales=(week_totals.sales / WEEK).quantize(Decimal("0.01")),
-                     units=round(week_totals.units / WEEK), lines=round(week_totals.lines / WEEK))
+    average = Totals(
+        sales=(week_totals.sales / WEEK).quantize(Decimal("0.01")),
+        units=round(week_totals.units / WEEK),
+        lines=round(week_totals.lines / WEEK),
+    )
     return totals(sales[sales["order_date"] == today]), average
 
 
@@ -142,18 +155,21 @@ def segment_counts(segments: pd.DataFrame, regions: tuple[str, ...] = ()) -> pd.
 def top_products_query(sales_filter: SalesFilter, limit: int = 10) -> str:
     """SQL over Silver's order lines (Gold has no product grain) for the products that sold
     most in the filter, by the same rule as Gold's daily sales: completed lines only."""
-    conditions = ["status = 'completed'",
-                  f"order_date BETWEEN DATE '{sales_filter.start}' AND DATE '{sales_filter.end}'"]
-    for column, values in (("region", sales_filter.regions),
-                           ("product_category", sales_filter.categories)):
+    conditions = [
+        "status = 'completed'",
+        f"order_date BETWEEN DATE '{sales_filter.start}' AND DATE '{sales_filter.end}'",
+    ]
+    for column, values in (("region", sales_filter.regions), ("product_category", sales_filter.categories)):
         if values:
             conditions.append(f"{column} IN ({', '.join(_literal(v) for v in values)})")
-    return (f"SELECT product_id, product_name, product_category, "
-            f"sum(line_total) AS total_sales_amount, sum(quantity) AS units_sold "
-            f"FROM silver.hudi_unified_customer_orders_silver "
-            f"WHERE {' AND '.join(conditions)} "
-            f"GROUP BY product_id, product_name, product_category "
-            f"ORDER BY total_sales_amount DESC, product_id LIMIT {int(limit)}")
+    return (
+        f"SELECT product_id, product_name, product_category, "
+        f"sum(line_total) AS total_sales_amount, sum(quantity) AS units_sold "
+        f"FROM silver.hudi_unified_customer_orders_silver "
+        f"WHERE {' AND '.join(conditions)} "
+        f"GROUP BY product_id, product_name, product_category "
+        f"ORDER BY total_sales_amount DESC, product_id LIMIT {int(limit)}"
+    )
 
 
 def _literal(value: str) -> str:
@@ -161,6 +177,7 @@ def _literal(value: str) -> str:
 
 
 # The pipeline view.
+
 
 @dataclass(frozen=True)
 class TableState:
@@ -177,25 +194,47 @@ class TableState:
     storage: Storage | None = None  # its data files, when storage could be listed
 
 
-FRESHNESS_COLUMNS = ["layer", "table", "last commit (UTC)", "seconds since commit",
-                     "lag behind source (s)", "messages waiting", "partitions", "data files",
-                     "MiB", "average file KiB"]
+FRESHNESS_COLUMNS = [
+    "layer",
+    "table",
+    "last commit (UTC)",
+    "seconds since commit",
+    "lag behind source (s)",
+    "messages waiting",
+    "partitions",
+    "data files",
+    "MiB",
+    "average file KiB",
+]
 
 
 def freshness(states: list[TableState], now: datetime) -> pd.DataFrame:
     """Per table: its last commit, how long ago, and its lag behind its source: how long
     the oldest change it has not taken yet has waited (0 when it has taken all); and its
     data files (every version the cleaner keeps), where many small ones would show."""
-    rows = [{"layer": s.layer, "table": s.name, "last commit (UTC)": s.last_commit,
-             "seconds since commit": _seconds(now, s.last_commit),
-             "lag behind source (s)": (_seconds(now, s.oldest_waiting) if s.oldest_waiting
-                                       else 0.0 if s.lag_known else None),
-             "messages waiting": s.waiting,
-             **({"partitions": s.storage.partitions, "data files": s.storage.files,
-                 "MiB": round(s.storage.bytes / 2**20, 2),
-                 "average file KiB": round(s.storage.average_bytes / 2**10, 1)}
-                if s.storage else {})}
-            for s in states]
+    rows = [
+        {
+            "layer": s.layer,
+            "table": s.name,
+            "last commit (UTC)": s.last_commit,
+            "seconds since commit": _seconds(now, s.last_commit),
+            "lag behind source (s)": (
+                _seconds(now, s.oldest_waiting) if s.oldest_waiting else 0.0 if s.lag_known else None
+            ),
+            "messages waiting": s.waiting,
+            **(
+                {
+                    "partitions": s.storage.partitions,
+                    "data files": s.storage.files,
+                    "MiB": round(s.storage.bytes / 2**20, 2),
+                    "average file KiB": round(s.storage.average_bytes / 2**10, 1),
+                }
+                if s.storage
+                else {}
+            ),
+        }
+        for s in states
+    ]
     return pd.DataFrame(rows, columns=FRESHNESS_COLUMNS)
 
 
@@ -222,25 +261,27 @@ def throughput(commits: pd.DataFrame, now: datetime, minutes: int = 30) -> pd.Da
     if recent.empty:
         return pd.DataFrame(index=minutes_index.rename("minute"), dtype=float)
     per_minute = recent.assign(minute=recent["completed"].dt.floor("min")).pivot_table(
-        index="minute", columns="table", values="rows_written", aggfunc="sum")
+        index="minute", columns="table", values="rows_written", aggfunc="sum"
+    )
     return per_minute.reindex(minutes_index, fill_value=0).fillna(0).rename_axis(index="minute")
 
 
 def latest_failures(results: pd.DataFrame, limit: int = 20) -> pd.DataFrame:
     """The rules whose latest validation failed, newest first, with that validation's
     unexpected count and sample: a rule that failed once and passed since is not listed."""
-    latest = (results.sort_values("validated_at", ascending=False)
-              .drop_duplicates(["table_name", "rule"]))
+    latest = results.sort_values("validated_at", ascending=False).drop_duplicates(["table_name", "rule"])
     failing = latest[~latest["success"].astype(bool)]
-    return failing[["validated_at", "table_name", "rule", "tier", "unexpected_count",
-                    "sample_values"]].head(limit).reset_index(drop=True)
+    return (
+        failing[["validated_at", "table_name", "rule", "tier", "unexpected_count", "sample_values"]]
+        .head(limit)
+        .reset_index(drop=True)
+    )
 
 
 def quarantine_counts(counts: pd.DataFrame) -> pd.DataFrame:
     """Rows per quarantine table and status (held back waiting for a missing input row,
     quarantined, or a Bronze message not landable), from (table, status, rows); the tables
     with most rows first."""
-    table = counts.pivot_table(index="table", columns="status", values="rows", aggfunc="sum",
-                               fill_value=0)
+    table = counts.pivot_table(index="table", columns="status", values="rows", aggfunc="sum", fill_value=0)
     table["total"] = table.sum(axis=1)
     return table.sort_values(["total"], ascending=False).reset_index()

@@ -12,14 +12,29 @@ APP = Path(__file__).resolve().parent / "app.py"
 
 
 def command(settings: Settings) -> list[str]:
-    return [sys.executable, "-m", "streamlit", "run", str(APP),
-            "--server.port", str(settings.dashboard_port),
-            "--server.address", "localhost",
-            # A server for a page, not a development loop: no browser to open, no file
-            # watcher polling the tree, no usage statistics sent anywhere.
-            "--server.headless", "true", "--server.fileWatcherType", "none",
-            "--client.toolbarMode", "viewer",
-            "--browser.gatherUsageStats", "false", "--theme.base", "light"]
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP),
+        "--server.port",
+        str(settings.dashboard_port),
+        "--server.address",
+        "localhost",
+        # A server for a page, not a development loop: no browser to open, no file
+        # watcher polling the tree, no usage statistics sent anywhere.
+        "--server.headless",
+        "true",
+        "--server.fileWatcherType",
+        "none",
+        "--client.toolbarMode",
+        "viewer",
+        "--browser.gatherUsageStats",
+        "false",
+        "--theme.base",
+        "light",
+    ]
 
 
 def serve(settings: Settings) -> None:

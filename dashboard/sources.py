@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -55,8 +55,9 @@ def _frame(settings: Settings, sql: str) -> pd.DataFrame:
 
 def _written_or_explain(settings: Settings, table: Table) -> None:
     if not written(settings, table):
-        raise Unavailable(f"{table.qualified_name} has no data yet: the pipeline's first pass "
-                          f"has not committed it.")
+        raise Unavailable(
+            f"{table.qualified_name} has no data yet: the pipeline's first pass has not committed it."
+        )
 
 
 def daily_sales(settings: Settings) -> pd.DataFrame:
@@ -66,8 +67,11 @@ def daily_sales(settings: Settings) -> pd.DataFrame:
 
 def segments(settings: Settings) -> pd.DataFrame:
     _written_or_explain(settings, CUSTOMER_SEGMENTS)
-    return _frame(settings, f"SELECT segment, region, count(*) AS customers "
-                            f"FROM {CUSTOMER_SEGMENTS.qualified_name} GROUP BY segment, region")
+    return _frame(
+        settings,
+        f"SELECT segment, region, count(*) AS customers "
+        f"FROM {CUSTOMER_SEGMENTS.qualified_name} GROUP BY segment, region",
+    )
 
 
 def top_products(settings: Settings, sql: str) -> pd.DataFrame:
@@ -79,12 +83,24 @@ def top_products(settings: Settings, sql: str) -> pd.DataFrame:
 def quality_results(settings: Settings, limit: int = 500) -> pd.DataFrame:
     """The newest `limit` validation results of every layer that has a results table."""
     layers = sorted({t.layer for t in derived_tables()})
-    parts = [f"SELECT table_name, rule, tier, success, unexpected_count, sample_values, "
-             f"validated_at FROM {quality_results_table(layer).qualified_name}"
-             for layer in layers if written(settings, quality_results_table(layer))]
+    parts = [
+        f"SELECT table_name, rule, tier, success, unexpected_count, sample_values, "
+        f"validated_at FROM {quality_results_table(layer).qualified_name}"
+        for layer in layers
+        if written(settings, quality_results_table(layer))
+    ]
     if not parts:
-        return pd.DataFrame(columns=["table_name", "rule", "tier", "success", "unexpected_count",
-                                     "sample_values", "validated_at"])
+        return pd.DataFrame(
+            columns=[
+                "table_name",
+                "rule",
+                "tier",
+                "success",
+                "unexpected_count",
+                "sample_values",
+                "validated_at",
+            ]
+        )
     return _frame(settings, " UNION ALL ".join(parts) + f" ORDER BY validated_at DESC LIMIT {limit}")
 
 
@@ -97,49 +113,83 @@ def quarantine_rows(settings: Settings) -> pd.DataFrame:
             continue
         # A Bronze message is quarantined by a check, or because it failed its batch
         # (bronze/job.py): the second kind is a fault no check foresaw, worth a look.
-        status = ("quarantine_status" if isinstance(table, DerivedTable) else
-                  f"CASE WHEN error LIKE '{UNLANDABLE}%' THEN 'not landable' "
-                  f"ELSE 'quarantined' END")
-        frames.append(_frame(settings, f"SELECT '{table.name}' AS \"table\", {status} AS status, "
-                                       f"count(*) AS \"rows\" FROM {quarantine.qualified_name} "
-                                       f"GROUP BY 1, 2"))
-    return (pd.concat(frames, ignore_index=True) if frames
-            else pd.DataFrame(columns=["table", "status", "rows"]))
+        status = (
+            "quarantine_status"
+            if isinstance(table, DerivedTable)
+            else f"CASE WHEN error LIKE '{UNLANDABLE}%' THEN 'not landable' ELSE 'quarantined' END"
+        )
+        frames.append(
+            _frame(
+                settings,
+                f"SELECT '{table.name}' AS \"table\", {status} AS status, "
+                f'count(*) AS "rows" FROM {quarantine.qualified_name} '
+                f"GROUP BY 1, 2",
+            )
+        )
+    return (
+        pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["table", "status", "rows"])
+    )
 
 
 def bronze_commits(settings: Settings) -> pd.DataFrame:
     """(table, completed, rows_written) of each Bronze delta commit on the active timeline:
     what the streams landed, without the compactions that rewrite it."""
-    rows = [(table.name, instant_time(commit.completed), commit.rows_written)
-            for table in BRONZE_TABLES if written(settings, table)
-            for commit in history(settings.warehouse, table.qualified_name)
-            if commit.action == "deltacommit" and commit.completed]
+    rows = [
+        (table.name, instant_time(commit.completed), commit.rows_written)
+        for table in BRONZE_TABLES
+        if written(settings, table)
+        for commit in history(settings.warehouse, table.qualified_name)
+        if commit.action == "deltacommit" and commit.completed
+    ]
     return pd.DataFrame(rows, columns=["table", "completed", "rows_written"])
 
 
 def table_states(settings: Settings) -> list[TableState]:
     """Every declared Bronze, Silver and Gold table, in pipeline order, with its last commit,
     the oldest change waiting for it and its data files."""
-    completions = {table.name: _completions(settings, table)
-                   for table in [*BRONZE_TABLES, *derived_tables()]}
+    completions = {table.name: _completions(settings, table) for table in [*BRONZE_TABLES, *derived_tables()]}
     states = []
     with _kafka_positions(settings) as positions:
         for table in BRONZE_TABLES:
             if positions is None:  # the broker is down: how far behind is unknown
-                states.append(TableState(table.layer, table.name, _latest(completions[table.name]),
-                                         lag_known=False, storage=table_storage(settings, table)))
+                states.append(
+                    TableState(
+                        table.layer,
+                        table.name,
+                        _latest(completions[table.name]),
+                        lag_known=False,
+                        storage=table_storage(settings, table),
+                    )
+                )
                 continue
             oldest, waiting = positions(table.topic, _checkpoint_offsets(settings, table))
-            states.append(TableState(table.layer, table.name, _latest(completions[table.name]),
-                                     oldest_waiting=oldest, waiting=waiting,
-                                     storage=table_storage(settings, table)))
+            states.append(
+                TableState(
+                    table.layer,
+                    table.name,
+                    _latest(completions[table.name]),
+                    oldest_waiting=oldest,
+                    waiting=waiting,
+                    storage=table_storage(settings, table),
+                )
+            )
     for table in derived_tables():
         consumed = _consumed(settings, table) or {}
-        waiting = [completed for i in table.inputs for completed in completions[i.table.name]
-                   if completed > consumed.get(i.table.name, "")]
-        states.append(TableState(table.layer, table.name, _latest(completions[table.name]),
-                                 oldest_waiting=instant_time(min(waiting)) if waiting else None,
-                                 storage=table_storage(settings, table)))
+        waiting = [
+            completed
+            for i in table.inputs
+            for completed in completions[i.table.name]
+            if completed > consumed.get(i.table.name, "")
+        ]
+        states.append(
+            TableState(
+                table.layer,
+                table.name,
+                _latest(completions[table.name]),
+                oldest_waiting=instant_time(min(waiting)) if waiting else None,
+                storage=table_storage(settings, table),
+            )
+        )
     return states
 
 
@@ -148,12 +198,10 @@ def table_storage(settings: Settings, table: Table) -> Storage | None:
     for a table not written yet or storage pyarrow cannot list."""
     try:
         filesystem, root = pyarrow.fs.FileSystem.from_uri(table.path(settings))
-        found = filesystem.get_file_info(pyarrow.fs.FileSelector(root, recursive=True,
-                                                                 allow_not_found=True))
+        found = filesystem.get_file_info(pyarrow.fs.FileSelector(root, recursive=True, allow_not_found=True))
     except (OSError, pyarrow.ArrowException):
         return None
-    listing = [(info.path[len(root):], info.size) for info in found
-               if info.type == pyarrow.fs.FileType.File]
+    listing = [(info.path[len(root) :], info.size) for info in found if info.type == pyarrow.fs.FileType.File]
     return storage(listing) if listing else None
 
 
@@ -170,8 +218,9 @@ def _kafka_positions(settings: Settings):
         # kafka-python waits 30 s for a broker that is down; the port answers at once.
         if not port_open(host, int(port)):
             raise KafkaTimeoutError(settings.kafka_bootstrap)
-        consumer = KafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, enable_auto_commit=False,
-                                 request_timeout_ms=5000)
+        consumer = KafkaConsumer(
+            bootstrap_servers=settings.kafka_bootstrap, enable_auto_commit=False, request_timeout_ms=5000
+        )
     except KafkaTimeoutError:
         yield None
         return
@@ -180,8 +229,9 @@ def _kafka_positions(settings: Settings):
         partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
         ends = consumer.end_offsets(partitions) if partitions else {}
         behind = {tp: end - landed.get(tp.partition, 0) for tp, end in ends.items()}
-        stamps = [_timestamp_at(consumer, tp, landed.get(tp.partition, 0))
-                  for tp, n in behind.items() if n > 0]
+        stamps = [
+            _timestamp_at(consumer, tp, landed.get(tp.partition, 0)) for tp, n in behind.items() if n > 0
+        ]
         return min((s for s in stamps if s), default=None), sum(max(n, 0) for n in behind.values())
 
     try:
@@ -207,8 +257,7 @@ def _checkpoint_offsets(settings: Settings, table: BronzeTable) -> dict[int, int
     if not batches:
         return {}
     offsets = (location / "offsets" / str(max(batches))).read_text().splitlines()[2]
-    return {int(partition): offset
-            for partition, offset in json.loads(offsets).get(table.topic, {}).items()}
+    return {int(partition): offset for partition, offset in json.loads(offsets).get(table.topic, {}).items()}
 
 
 def written(settings: Settings, table: Table) -> bool:
@@ -218,8 +267,11 @@ def written(settings: Settings, table: Table) -> bool:
 def _completions(settings: Settings, table: Table) -> list[str]:
     """Completion times of the table's write commits (compactions and clustering included:
     an input's change reader sees them too)."""
-    return sorted(completed for (_, action), completed in completed_instants(table.path(settings)).items()
-                  if action in WRITE_ACTIONS)
+    return sorted(
+        completed
+        for (_, action), completed in completed_instants(table.path(settings)).items()
+        if action in WRITE_ACTIONS
+    )
 
 
 def _latest(completions: list[str]) -> datetime | None:

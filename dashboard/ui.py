@@ -4,7 +4,7 @@ several open browsers cost one read of each table per interval."""
 
 from __future__ import annotations
 
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
@@ -100,8 +100,12 @@ def services_strip() -> None:
     for service in read(services, show=st.warning) or ():
         if not service.healthy:
             detail = f": {service.detail}" if service.detail else ""
-            st.warning(f"**{service.name}** is down ({service.address}){detail}. "
-                       f"`make status` shows every service; `make up` starts what is missing.")
+            st.warning(
+                f"**{service.name}** is down ({service.address}){detail}. "
+                f"`make status` shows every service; `make up` starts what is missing."
+            )
     if not pipeline_running():
-        st.info("The continuous pipeline is not running, so the numbers do not move: "
-                "`make up` starts it, `lakehouse run` makes one pass.")
+        st.info(
+            "The continuous pipeline is not running, so the numbers do not move: "
+            "`make up` starts it, `lakehouse run` makes one pass."
+        )

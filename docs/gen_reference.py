@@ -78,17 +78,18 @@ def _partitioning(table) -> str:
     derived = f", derived as the UTC date of `{p.from_ts}`" if p.from_ts else ""
     if p.by == "none":
         return f"not partitioned (the book's partition column `{p.column}` is named{derived})"
-    how = {"month": f"by month of `{p.column}` (folder column `{p.field}`, yyyy-MM)",
-           "day": f"by day: `{p.column}`",
-           "value": f"by value of `{p.column}` (folder column `{p.field}`, URL-encoded)"}[p.by]
+    how = {
+        "month": f"by month of `{p.column}` (folder column `{p.field}`, yyyy-MM)",
+        "day": f"by day: `{p.column}`",
+        "value": f"by value of `{p.column}` (folder column `{p.field}`, URL-encoded)",
+    }[p.by]
     return how + derived
 
 
 def _ordering(table) -> str:
     if table.merge_mode == "EVENT_TIME_ORDERING":
         return f"{_code(table.ordering)}: per key, the highest value wins (`EVENT_TIME_ORDERING`)"
-    return (f"the latest commit wins (`COMMIT_TIME_ORDERING`); {_code(table.ordering)} is "
-            f"kept as a column")
+    return f"the latest commit wins (`COMMIT_TIME_ORDERING`); {_code(table.ordering)} is kept as a column"
 
 
 def _table_rows(rows: list[tuple[str, str]]) -> list[str]:
@@ -100,8 +101,14 @@ def _hudi_options(table, settings) -> list[str]:
 
     options = hudi_options(table, settings)
     body = "\n".join(f"{key}={value}" for key, value in sorted(options.items()))
-    return ['??? note "Hudi write options (from `lakehouse.tables.hudi_options`, default '
-            'settings)"', "", "    ```properties", textwrap.indent(body, "    "), "    ```", ""]
+    return [
+        '??? note "Hudi write options (from `lakehouse.tables.hudi_options`, default settings)"',
+        "",
+        "    ```properties",
+        textwrap.indent(body, "    "),
+        "    ```",
+        "",
+    ]
 
 
 def _lineage(table, derived, bronze) -> list[str]:
@@ -123,8 +130,9 @@ def _whole_graph(bronze, derived) -> list[str]:
     lines = ["```mermaid", "flowchart LR"]
     for topic in [t.topic for t in bronze]:
         lines.append(f'    {_topic_node(topic)}(["{topic}"])')
-    layers = {"bronze": bronze} | {layer: [t for t in derived if t.layer == layer]
-                                    for layer in ("silver", "gold")}
+    layers = {"bronze": bronze} | {
+        layer: [t for t in derived if t.layer == layer] for layer in ("silver", "gold")
+    }
     for layer, tables in layers.items():
         lines.append(f"    subgraph {layer}")
         lines += [f'        {_node(t)}["{t.name}"]' for t in tables]
@@ -153,8 +161,11 @@ def _rule_rows(table) -> list[str]:
     for rule in table.rules:
         arguments = dict(rule.arguments)
         on = rule.columns if rule.row_level or rule.columns else ()
-        shown = "; ".join(f"{k} = {_argument(v)}" for k, v in arguments.items()
-                          if k not in ("column", "column_list") and v is not None)
+        shown = "; ".join(
+            f"{k} = {_argument(v)}"
+            for k, v in arguments.items()
+            if k not in ("column", "column_list") and v is not None
+        )
         notes = []
         if rule.computed:
             check = rule.computed[1]
@@ -167,8 +178,7 @@ def _rule_rows(table) -> list[str]:
         elif rule.nullable:
             notes.append("a null passes")
         cells = "; ".join(filter(None, [shown, *notes])) or "—"
-        lines.append(f"| {rule.name} | `{rule.tier}` | `{rule.expectation}` | {_code(on)} | "
-                     f"{cells} |")
+        lines.append(f"| {rule.name} | `{rule.tier}` | `{rule.expectation}` | {_code(on)} | {cells} |")
     return [*lines, ""]
 
 
@@ -183,38 +193,55 @@ def _bronze_section(table, derived, settings) -> list[str]:
     cdc = table.envelope == DEBEZIUM
     rows = [
         ("catalog name", f"`{table.qualified_name}`"),
-        ("Hudi table type", f"`{table.table_type}`, change log (CDC) "
-                            f"{'on' if table.change_log else 'off'}"),
-        ("lands", f"Kafka topic `{table.topic}`"
-                  + (f", Debezium's capture of `{table.source_table}`" if cdc else
-                     ", JSON events")),
+        ("Hudi table type", f"`{table.table_type}`, change log (CDC) {'on' if table.change_log else 'off'}"),
+        (
+            "lands",
+            f"Kafka topic `{table.topic}`"
+            + (f", Debezium's capture of `{table.source_table}`" if cdc else ", JSON events"),
+        ),
         ("record key", _code(table.record_key)),
-        ("Kafka key", "Debezium's: the record key" if cdc else
-                      f"{_code(table.kafka_key)}" + (", joined by a vertical bar"
-                                                     if len(table.kafka_key) > 1 else "")),
+        (
+            "Kafka key",
+            "Debezium's: the record key"
+            if cdc
+            else f"{_code(table.kafka_key)}"
+            + (", joined by a vertical bar" if len(table.kafka_key) > 1 else ""),
+        ),
         ("ordering", _ordering(table)),
         ("partitioning", _partitioning(table)),
         ("layout", f"{table.layout.describe()}; bucket index"),
-        ("quarantine", f"`{table.quarantine.qualified_name}`, keyed by "
-                       f"{_code(table.quarantine.record_key)}"),
-        ("read by", ", ".join(f"[`{r.name}`](#{r.name})" for r in _readers(table, derived))
-                    or "—"),
+        ("quarantine", f"`{table.quarantine.qualified_name}`, keyed by {_code(table.quarantine.record_key)}"),
+        ("read by", ", ".join(f"[`{r.name}`](#{r.name})" for r in _readers(table, derived)) or "—"),
     ]
-    lines = [f"### {table.name} {{ #{table.name} }}", "", table.description, "",
-             *_table_rows(rows), *_lineage(table, derived, [table]),
-             "| column | type | may be null |", "|---|---|---|"]
+    lines = [
+        f"### {table.name} {{ #{table.name} }}",
+        "",
+        table.description,
+        "",
+        *_table_rows(rows),
+        *_lineage(table, derived, [table]),
+        "| column | type | may be null |",
+        "|---|---|---|",
+    ]
     for column, kind in table.columns.items():
         lines.append(f"| `{column}` | `{kind}` | {'yes' if column in table.nullable else 'no'} |")
-    lines += ["", "Beside them, each row carries the columns the decoder adds "
-              f"(`bronze/decode.py`): {_code(lineage_columns(table))}.", ""]
+    lines += [
+        "",
+        "Beside them, each row carries the columns the decoder adds "
+        f"(`bronze/decode.py`): {_code(lineage_columns(table))}.",
+        "",
+    ]
     if table.personal:
         personal = table.personal
-        lines += ["Personal data, overwritten by `lakehouse erase` "
-                  f"(the person is `{personal.subject}`; values of {_code(personal.searched)} "
-                  "are also searched for in free text):", "",
-                  "| column | overwritten with |", "|---|---|"]
-        lines += [f"| `{c}` | {'NULL' if v is None else f'`{v}`'} |"
-                  for c, v in personal.erased.items()]
+        lines += [
+            "Personal data, overwritten by `lakehouse erase` "
+            f"(the person is `{personal.subject}`; values of {_code(personal.searched)} "
+            "are also searched for in free text):",
+            "",
+            "| column | overwritten with |",
+            "|---|---|",
+        ]
+        lines += [f"| `{c}` | {'NULL' if v is None else f'`{v}`'} |" for c, v in personal.erased.items()]
         lines.append("")
     return [*lines, *_hudi_options(table, settings)]
 
@@ -223,40 +250,66 @@ def _derived_section(table, derived, settings) -> list[str]:
     path = f"{table.layer}/transforms/{table.transform}.sql"
     rows = [
         ("catalog name", f"`{table.qualified_name}`"),
-        ("Hudi table type", f"`{table.table_type}`, change log (CDC) "
-                            f"{'on' if table.change_log else 'off'}"),
+        ("Hudi table type", f"`{table.table_type}`, change log (CDC) {'on' if table.change_log else 'off'}"),
         ("record key", _code(table.record_key)),
         ("ordering", _ordering(table)),
         ("partitioning", _partitioning(table)),
         ("layout", f"{table.layout.describe()}; bucket index"),
         ("transform", f"`{path}`"),
-        ("fresh within", f"{table.fresh_within} (runs again before each other table of a "
-                         f"continuous pass)" if table.fresh_within else "—"),
+        (
+            "fresh within",
+            f"{table.fresh_within} (runs again before each other table of a continuous pass)"
+            if table.fresh_within
+            else "—",
+        ),
         ("quarantine", f"`{table.quarantine.qualified_name}`"),
-        ("read by", ", ".join(f"[`{r.name}`](#{r.name})" for r in _readers(table, derived))
-                    or "—"),
+        ("read by", ", ".join(f"[`{r.name}`](#{r.name})" for r in _readers(table, derived)) or "—"),
     ]
-    lines = [f"### {table.name} {{ #{table.name} }}", "", table.description, "",
-             *_table_rows(rows), *_lineage(table, derived, []), "#### Inputs", ""]
+    lines = [
+        f"### {table.name} {{ #{table.name} }}",
+        "",
+        table.description,
+        "",
+        *_table_rows(rows),
+        *_lineage(table, derived, []),
+        "#### Inputs",
+        "",
+    ]
     for i in table.inputs:
         facts = [f"- **`{i.alias}`**: [`{i.table.qualified_name}`](#{i.table.name})"]
         if i.prune:
-            facts.append(f"  - pruned: output rows with `{i.prune[1]}` = *v* come only from "
-                         f"input rows with `{i.prune[0]}` = *v*, so a run reads only the "
-                         f"affected values' partitions")
+            facts.append(
+                f"  - pruned: output rows with `{i.prune[1]}` = *v* come only from "
+                f"input rows with `{i.prune[0]}` = *v*, so a run reads only the "
+                f"affected values' partitions"
+            )
         if i.reads:
-            facts.append(f"  - reads only {_code(i.reads)}: a change leaving them as they "
-                         f"were affects nothing")
+            facts.append(
+                f"  - reads only {_code(i.reads)}: a change leaving them as they were affects nothing"
+            )
         if i.affects:
-            facts += ["  - affected output rows, from the view `changed`:", "",
-                      "    ```sql", textwrap.indent(_sql(i.affects), "    "), "    ```"]
+            facts += [
+                "  - affected output rows, from the view `changed`:",
+                "",
+                "    ```sql",
+                textwrap.indent(_sql(i.affects), "    "),
+                "    ```",
+            ]
         else:
             facts.append("  - affected output rows: the changed rows' own key values")
         lines += [*facts, ""]
-    lines += ["#### Rules", "", *_rule_rows(table),
-              f'??? note "Transform: `{path}`"', "", "    ```sql",
-              textwrap.indent(table.transform_sql().strip(), "    "), "    ```", "",
-              *_hudi_options(table, settings)]
+    lines += [
+        "#### Rules",
+        "",
+        *_rule_rows(table),
+        f'??? note "Transform: `{path}`"',
+        "",
+        "    ```sql",
+        textwrap.indent(table.transform_sql().strip(), "    "),
+        "    ```",
+        "",
+        *_hudi_options(table, settings),
+    ]
     return lines
 
 
@@ -267,21 +320,29 @@ def tables_page(settings) -> str:
 
     bronze, derived = list(BRONZE_TABLES), derived_tables()
     lines = [
-        "# Tables", "",
+        "# Tables",
+        "",
         "Generated from the declarations (`bronze/tables.py`, `silver/tables.py`, "
         "`gold/tables.py`) at every build of this site: what is here is what the code runs. "
         "How the declarations become jobs is in [Architecture](../architecture.md); how to add "
-        "one, in the [tutorials](../tutorials/add-a-bronze-table.md).", "",
-        "## Lineage", "",
+        "one, in the [tutorials](../tutorials/add-a-bronze-table.md).",
+        "",
+        "## Lineage",
+        "",
         "Every Kafka topic lands in one Bronze table; every Silver and Gold table reads its "
-        "declared inputs' change logs.", "",
+        "declared inputs' change logs.",
+        "",
         *_whole_graph(bronze, derived),
         "Run order of a pass (`lakehouse run`, a scheduled run), each table after the tables it "
-        "reads and depth first: " + ", ".join(f"`{t.name}`" for t in derived) + ".", "",
+        "reads and depth first: " + ", ".join(f"`{t.name}`" for t in derived) + ".",
+        "",
         "A pass of the continuous pipeline (`lakehouse run --continuous`), where tables "
         "declaring `fresh within` run again before each of the others: "
-        + ", ".join(f"`{t.name}`" for t in continuous_pass()) + ".", "",
-        "| table | layer | grain |", "|---|---|---|",
+        + ", ".join(f"`{t.name}`" for t in continuous_pass())
+        + ".",
+        "",
+        "| table | layer | grain |",
+        "|---|---|---|",
     ]
     for t in [*bronze, *sorted(derived, key=lambda t: LAYERS.index(t.layer))]:
         grain = t.description.split(". ")[0].removeprefix("Grain: ").rstrip(".")
@@ -293,9 +354,14 @@ def tables_page(settings) -> str:
         lines += [f"## {layer.capitalize()}", ""]
         for table in [t for t in derived if t.layer == layer]:
             lines += _derived_section(table, derived, settings)
-    lines += ["## Quarantine and quality-result tables", "",
-              "Declared with the tables above, not on their own.", "",
-              "| table | record key | what it holds |", "|---|---|---|"]
+    lines += [
+        "## Quarantine and quality-result tables",
+        "",
+        "Declared with the tables above, not on their own.",
+        "",
+        "| table | record key | what it holds |",
+        "|---|---|---|",
+    ]
     main = {t.name for t in [*bronze, *derived]}
     for t in sorted(declared_tables(), key=lambda t: LAYERS.index(t.layer)):
         if t.name not in main and not isinstance(t, DerivedTable):
@@ -333,22 +399,41 @@ def commands_page() -> str:
 
 
 def _commands_page(root, commands, summaries) -> str:
-    lines = ["# Commands", "",
-             "The make targets and the `--help` of `lakehouse` and of each of its commands, "
-             "generated from the Makefile and from the parser in `pipeline/cli/` at every "
-             "build of this site. What each exit status means is in "
-             "[Operations](../operations.md#exit-statuses).", "",
-             "## Make targets", "",
-             "`make help` prints the same list.", "",
-             "| target | what it does |", "|---|---|",
-             *(f"| `make {name}` | {text} |" for name, text in make_targets()), "",
-             "## lakehouse", "",
-             "```text", root.format_help().rstrip(), "```", ""]
+    lines = [
+        "# Commands",
+        "",
+        "The make targets and the `--help` of `lakehouse` and of each of its commands, "
+        "generated from the Makefile and from the parser in `pipeline/cli/` at every "
+        "build of this site. What each exit status means is in "
+        "[Operations](../operations.md#exit-statuses).",
+        "",
+        "## Make targets",
+        "",
+        "`make help` prints the same list.",
+        "",
+        "| target | what it does |",
+        "|---|---|",
+        *(f"| `make {name}` | {text} |" for name, text in make_targets()),
+        "",
+        "## lakehouse",
+        "",
+        "```text",
+        root.format_help().rstrip(),
+        "```",
+        "",
+    ]
     for name, sub in commands.choices.items():
         summary = summaries.get(name) or ""
-        lines += [f"## lakehouse {name} {{ #{name} }}", "",
-                  f"{summary[:1].upper()}{summary[1:]}.", "",
-                  "```text", sub.format_help().rstrip(), "```", ""]
+        lines += [
+            f"## lakehouse {name} {{ #{name} }}",
+            "",
+            f"{summary[:1].upper()}{summary[1:]}.",
+            "",
+            "```text",
+            sub.format_help().rstrip(),
+            "```",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -360,9 +445,13 @@ def _variable_calls(node: ast.AST) -> Iterator[tuple[str, ast.Call]]:
     """(variable, the call reading it) for every call in `node` whose first argument names a
     variable, as `_require("PGPASSWORD")`."""
     for call in ast.walk(node):
-        if (isinstance(call, ast.Call) and call.args and isinstance(call.args[0], ast.Constant)
-                and isinstance(call.args[0].value, str)
-                and re.fullmatch(r"[A-Z][A-Z0-9_]+", call.args[0].value)):
+        if (
+            isinstance(call, ast.Call)
+            and call.args
+            and isinstance(call.args[0], ast.Constant)
+            and isinstance(call.args[0].value, str)
+            and re.fullmatch(r"[A-Z][A-Z0-9_]+", call.args[0].value)
+        ):
             yield call.args[0].value, call
 
 
@@ -400,9 +489,13 @@ def _mentions(variable: str) -> list[Path]:
 
 def _page_link(path: Path) -> str:
     relative = path.relative_to(DOCS).as_posix()
-    title = "Overview" if relative == "index.md" else next(
-        (line[2:].strip() for line in path.read_text().splitlines() if line.startswith("# ")),
-        relative)
+    title = (
+        "Overview"
+        if relative == "index.md"
+        else next(
+            (line[2:].strip() for line in path.read_text().splitlines() if line.startswith("# ")), relative
+        )
+    )
     return f"[{title}](../{relative})"
 
 
@@ -424,8 +517,11 @@ def _read_elsewhere() -> list[tuple[str, str]]:
     found = []
     for path in sorted(ROOT.glob("*/*.py")) + sorted(ROOT.glob("*/*/*.py")):
         relative = path.relative_to(ROOT).as_posix()
-        if relative.split("/")[0] in ("tests", "docs", "benchmarks") or ".venv" in relative \
-                or relative == "lakehouse/settings.py":
+        if (
+            relative.split("/")[0] in ("tests", "docs", "benchmarks")
+            or ".venv" in relative
+            or relative == "lakehouse/settings.py"
+        ):
             continue
         for name in re.findall(r"os\.environ\.get\(\"([A-Z][A-Z0-9_]+)\"", path.read_text()):
             found.append((name, relative))
@@ -437,8 +533,10 @@ def _secret_readers() -> dict[str, str]:
     docstring), or the Postgres role whose password it is."""
     from lakehouse import settings as module
 
-    found = {role.password_variable: f"the password of the Postgres role `{role.name}` "
-                                      f"(`Settings.password`)" for role in module.PG_ROLES}
+    found = {
+        role.password_variable: f"the password of the Postgres role `{role.name}` (`Settings.password`)"
+        for role in module.PG_ROLES
+    }
     for name, member in inspect.getmembers(module.Settings, lambda m: isinstance(m, property)):
         body = ast.parse(textwrap.dedent(inspect.getsource(member.fget)))
         for variable, _ in _variable_calls(body):
@@ -450,43 +548,68 @@ def _secret_readers() -> dict[str, str]:
 def settings_page() -> str:
     from lakehouse import settings as module
 
-    lines = ["# Settings", "",
-             "Every setting the `lakehouse` commands read, generated at every build of this site "
-             "from `lakehouse/settings.py`, where each is declared once: `load()` reads and checks "
-             "its variable by the same declaration. Set a variable in the environment or in "
-             "`.env` (the environment wins). A value that fails its check stops every command at "
-             "start, with exit status 2 and a message naming the variable.", "",
-             "| variable | default | accepts | what | explained in |", "|---|---|---|---|---|"]
+    lines = [
+        "# Settings",
+        "",
+        "Every setting the `lakehouse` commands read, generated at every build of this site "
+        "from `lakehouse/settings.py`, where each is declared once: `load()` reads and checks "
+        "its variable by the same declaration. Set a variable in the environment or in "
+        "`.env` (the environment wins). A value that fails its check stops every command at "
+        "start, with exit status 2 and a message naming the variable.",
+        "",
+        "| variable | default | accepts | what | explained in |",
+        "|---|---|---|---|---|",
+    ]
     for declared in module.declared().values():
         default = module.render(declared.default)
         shown = f"`{default}`" if default else "empty"
         pages = ", ".join(_page_link(p) for p in _mentions(declared.variable)) or "—"
-        lines.append(f"| `{declared.variable}` | {shown} | {declared.kind.accepts} | "
-                     f"{declared.doc} | {pages} |")
-    lines += ["", "A default `${NAME}/...` is derived from the value of the variable `NAME`. A "
-              "relative path is taken from the folder a command starts in, the checkout under "
-              "`make`; `LAKEHOUSE_WAREHOUSE` may also be an `hdfs://` or `s3a://` URI "
-              "([Scaling out](../scaling-out.md)).", "",
-              "## Secrets", "",
-              "No default: `make env` (`lakehouse env`) writes each with a random value to `.env`, "
-              "readable by its owner only, and a command that needs one that is missing stops "
-              "with a message naming it.", "",
-              "| variable | read as | explained in |", "|---|---|---|"]
+        lines.append(
+            f"| `{declared.variable}` | {shown} | {declared.kind.accepts} | {declared.doc} | {pages} |"
+        )
+    lines += [
+        "",
+        "A default `${NAME}/...` is derived from the value of the variable `NAME`. A "
+        "relative path is taken from the folder a command starts in, the checkout under "
+        "`make`; `LAKEHOUSE_WAREHOUSE` may also be an `hdfs://` or `s3a://` URI "
+        "([Scaling out](../scaling-out.md)).",
+        "",
+        "## Secrets",
+        "",
+        "No default: `make env` (`lakehouse env`) writes each with a random value to `.env`, "
+        "readable by its owner only, and a command that needs one that is missing stops "
+        "with a message naming it.",
+        "",
+        "| variable | read as | explained in |",
+        "|---|---|---|",
+    ]
     readers = _secret_readers()
     for name in module.SECRET_VARIABLES:
         pages = ", ".join(_page_link(p) for p in _mentions(name)) or "—"
         lines.append(f"| `{name}` | {readers.get(name, '—')} | {pages} |")
-    lines += ["", "## Read elsewhere", "",
-              "Variables read outside `lakehouse/settings.py`:", "",
-              "| variable | read by |", "|---|---|"]
+    lines += [
+        "",
+        "## Read elsewhere",
+        "",
+        "Variables read outside `lakehouse/settings.py`:",
+        "",
+        "| variable | read by |",
+        "|---|---|",
+    ]
     elsewhere: dict[str, list[str]] = {}
     for name, where in _read_elsewhere():
         elsewhere.setdefault(name, []).append(where)
     lines += [f"| `{name}` | {_code(where)} |" for name, where in elsewhere.items()]
-    lines += ["", "And the Makefile's own, for its targets:", "",
-              "| variable | default | target |", "|---|---|---|"]
-    lines += [f"| `{name}` | `{default}` | `make {target}` |"
-              for name, default, target in _makefile_variables()]
+    lines += [
+        "",
+        "And the Makefile's own, for its targets:",
+        "",
+        "| variable | default | target |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| `{name}` | `{default}` | `make {target}` |" for name, default, target in _makefile_variables()
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -494,17 +617,21 @@ def settings_page() -> str:
 
 
 def pages() -> dict[str, str]:
-    return {"reference/tables.md": tables_page(default_settings()),
-            "reference/commands.md": commands_page(),
-            "reference/settings.md": settings_page()}
+    return {
+        "reference/tables.md": tables_page(default_settings()),
+        "reference/commands.md": commands_page(),
+        "reference/settings.md": settings_page(),
+    }
 
 
 def _write_with_mkdocs() -> None:
     import mkdocs_gen_files
 
-    sources = {"reference/tables.md": "bronze/tables.py",
-               "reference/commands.md": "pipeline/cli/__init__.py",
-               "reference/settings.md": "lakehouse/settings.py"}
+    sources = {
+        "reference/tables.md": "bronze/tables.py",
+        "reference/commands.md": "pipeline/cli/__init__.py",
+        "reference/settings.md": "lakehouse/settings.py",
+    }
     for path, text in pages().items():
         with mkdocs_gen_files.open(path, "w") as out:
             out.write(text)

@@ -16,9 +16,9 @@ DAILY_SALES = DerivedTable(
     name="hudi_daily_sales_gold",
     layer="gold",
     description="Grain: order_date x product_category x customer region, over completed "
-                "lines: total_sales_amount = sum(line_total), total_orders = distinct "
-                "orders, units_sold, line_count, aggregation_ts = newest input change. A "
-                "group without completed lines does not exist.",
+    "lines: total_sales_amount = sum(line_total), total_orders = distinct "
+    "orders, units_sold, line_count, aggregation_ts = newest input change. A "
+    "group without completed lines does not exist.",
     record_key=("order_date", "product_category", "region"),
     ordering=("aggregation_ts",),
     partitioning=Partitioning("order_date", by="none"),
@@ -40,8 +40,8 @@ CUSTOMER_SEGMENTS = DerivedTable(
     name="hudi_customer_segments_gold",
     layer="gold",
     description="Grain: one customer. segment from the profile alone: prospect (no "
-                "completed order), champion (5+ orders and 2,500+ spent), big_spender "
-                "(average order 400+), loyal (3+ orders), one_time, occasional.",
+    "completed order), champion (5+ orders and 2,500+ spent), big_spender "
+    "(average order 400+), loyal (3+ orders), one_time, occasional.",
     record_key=("customer_id",),
     ordering=("segmentation_ts",),
     partitioning=Partitioning("segment", by="none"),
@@ -49,8 +49,11 @@ CUSTOMER_SEGMENTS = DerivedTable(
     transform="customer_segments",
     expectations=(
         # The transform's CASE names every segment; anything else is a bug in it.
-        expect.in_set("segment", ("prospect", "champion", "big_spender", "loyal", "one_time",
-                                  "occasional"), tier=expect.FAIL),
+        expect.in_set(
+            "segment",
+            ("prospect", "champion", "big_spender", "loyal", "one_time", "occasional"),
+            tier=expect.FAIL,
+        ),
     ),
 )
 

@@ -42,21 +42,27 @@ def ensure(settings: Settings) -> bool:
         raise ServiceError(
             f"The shared catalog (Hive metastore) lives in Postgres at {settings.pg_host}:"
             f"{settings.pg_port}, which does not answer: start the services (`make services`). "
-            f"({str(error).strip().splitlines()[0]})") from None
+            f"({str(error).strip().splitlines()[0]})"
+        ) from None
     with database.connect(settings, autocommit=True) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (_BOOTSTRAP_LOCK,))
         try:
             role = sql.Identifier(METASTORE_ROLE)
-            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s",
-                                  (METASTORE_ROLE,)).fetchone()
+            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (METASTORE_ROLE,)).fetchone()
             # The password is set on every run so that .env stays the truth.
-            conn.execute(sql.SQL("{} ROLE {} WITH LOGIN PASSWORD {}").format(
-                sql.SQL("ALTER" if exists else "CREATE"), role,
-                sql.Literal(settings.metastore_password)))
-            if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s",
-                                (settings.metastore_database,)).fetchone():
-                conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                    sql.Identifier(settings.metastore_database), role))
+            conn.execute(
+                sql.SQL("{} ROLE {} WITH LOGIN PASSWORD {}").format(
+                    sql.SQL("ALTER" if exists else "CREATE"), role, sql.Literal(settings.metastore_password)
+                )
+            )
+            if not conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (settings.metastore_database,)
+            ).fetchone():
+                conn.execute(
+                    sql.SQL("CREATE DATABASE {} OWNER {}").format(
+                        sql.Identifier(settings.metastore_database), role
+                    )
+                )
             with database.connect(settings, dbname=settings.metastore_database) as metastore:
                 if metastore.execute("SELECT to_regclass('public.\"DBS\"')").fetchone()[0]:
                     return False
@@ -73,30 +79,56 @@ def _create_tables(settings: Settings) -> None:
         with zipfile.ZipFile(next(SPARK_JARS.glob("hive-metastore-*.jar"))) as jar:
             model.write_bytes(jar.read("package.jdo"))
         properties = Path(work) / "datanucleus.properties"
-        properties.write_text("\n".join(f"{key}={value}" for key, value in {
-            "javax.jdo.option.ConnectionURL": settings.metastore_jdbc_url,
-            "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
-            "javax.jdo.option.ConnectionUserName": METASTORE_ROLE,
-            "javax.jdo.option.ConnectionPassword": settings.metastore_password,
-            # Hive's naming of the tables DataNucleus derives (HiveConf's default).
-            "datanucleus.identifierFactory": "datanucleus1",
-            "datanucleus.schema.autoCreateAll": "true",
-        }.items()) + "\n")
+        properties.write_text(
+            "\n".join(
+                f"{key}={value}"
+                for key, value in {
+                    "javax.jdo.option.ConnectionURL": settings.metastore_jdbc_url,
+                    "javax.jdo.option.ConnectionDriverName": "org.postgresql.Driver",
+                    "javax.jdo.option.ConnectionUserName": METASTORE_ROLE,
+                    "javax.jdo.option.ConnectionPassword": settings.metastore_password,
+                    # Hive's naming of the tables DataNucleus derives (HiveConf's default).
+                    "datanucleus.identifierFactory": "datanucleus1",
+                    "datanucleus.schema.autoCreateAll": "true",
+                }.items()
+            )
+            + "\n"
+        )
         properties.chmod(0o600)
         result = subprocess.run(
-            ["java", "-Xmx256m", "-cp", f"{SPARK_JARS}/*:{driver}",
-             "org.datanucleus.store.schema.SchemaTool", "-create", "-api", "JDO",
-             "-props", str(properties), str(model)],
-            capture_output=True, text=True)
+            [
+                "java",
+                "-Xmx256m",
+                "-cp",
+                f"{SPARK_JARS}/*:{driver}",
+                "org.datanucleus.store.schema.SchemaTool",
+                "-create",
+                "-api",
+                "JDO",
+                "-props",
+                str(properties),
+                str(model),
+            ],
+            capture_output=True,
+            text=True,
+        )
     if result.returncode != 0 or "completed successfully" not in result.stdout:
-        raise ServiceError(f"Creating the Hive metastore's tables in database "
-                           f"{settings.metastore_database} failed:\n{result.stdout[-3000:]}"
-                           f"{result.stderr[-2000:]}")
-    with database.connect(settings, dbname=settings.metastore_database,
-                          user=METASTORE_ROLE, password=settings.metastore_password) as conn:
-        conn.execute('INSERT INTO "VERSION" ("VER_ID", "SCHEMA_VERSION", "VERSION_COMMENT") '
-                     "VALUES (1, %s, 'created by RetailMax infra/metastore.py')",
-                     (HIVE_SCHEMA_VERSION,))
+        raise ServiceError(
+            f"Creating the Hive metastore's tables in database "
+            f"{settings.metastore_database} failed:\n{result.stdout[-3000:]}"
+            f"{result.stderr[-2000:]}"
+        )
+    with database.connect(
+        settings,
+        dbname=settings.metastore_database,
+        user=METASTORE_ROLE,
+        password=settings.metastore_password,
+    ) as conn:
+        conn.execute(
+            'INSERT INTO "VERSION" ("VER_ID", "SCHEMA_VERSION", "VERSION_COMMENT") '
+            "VALUES (1, %s, 'created by RetailMax infra/metastore.py')",
+            (HIVE_SCHEMA_VERSION,),
+        )
 
 
 if __name__ == "__main__":
@@ -104,5 +136,4 @@ if __name__ == "__main__":
 
     current = load()
     created = ensure(current)
-    print(f"metastore database {current.metastore_database}: "
-          f"{'tables created' if created else 'ready'}")
+    print(f"metastore database {current.metastore_database}: {'tables created' if created else 'ready'}")

@@ -26,8 +26,16 @@ from ingestion import connector, database, topics
 from lakehouse.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
-COMPOSE = ["docker", "compose", "-f", str(ROOT / "docker-compose.yml"),
-           "--env-file", str(ROOT / "infra" / "versions.env"), "--env-file", str(ROOT / ".env")]
+COMPOSE = [
+    "docker",
+    "compose",
+    "-f",
+    str(ROOT / "docker-compose.yml"),
+    "--env-file",
+    str(ROOT / "infra" / "versions.env"),
+    "--env-file",
+    str(ROOT / ".env"),
+]
 
 
 @dataclass(frozen=True)
@@ -53,11 +61,17 @@ def docker_engine_answers() -> bool:
 def _compose(settings: Settings, *arguments: str) -> None:
     # The JDBC server's container mounts the warehouse at the path the catalog records; the
     # dashboard's, the state directory too.
-    subprocess.run([*COMPOSE, *arguments], check=True,
-                   env={**os.environ, "LAKEHOUSE_WAREHOUSE": settings.warehouse,
-                        "LAKEHOUSE_STATE_DIR": str(settings.state_dir),
-                        "THRIFT_PORT": str(settings.thrift_port),
-                        "DASHBOARD_PORT": str(settings.dashboard_port)})
+    subprocess.run(
+        [*COMPOSE, *arguments],
+        check=True,
+        env={
+            **os.environ,
+            "LAKEHOUSE_WAREHOUSE": settings.warehouse,
+            "LAKEHOUSE_STATE_DIR": str(settings.state_dir),
+            "THRIFT_PORT": str(settings.thrift_port),
+            "DASHBOARD_PORT": str(settings.dashboard_port),
+        },
+    )
 
 
 def _mode_file(settings: Settings) -> Path:
@@ -65,8 +79,12 @@ def _mode_file(settings: Settings) -> Path:
 
 
 def _native_services(settings: Settings) -> list:
-    return [NativePostgres(settings), NativeKafka(settings), NativeConnect(settings),
-            NativeThriftServer(settings)]
+    return [
+        NativePostgres(settings),
+        NativeKafka(settings),
+        NativeConnect(settings),
+        NativeThriftServer(settings),
+    ]
 
 
 def start(settings: Settings, mode: str = "auto", report=print) -> str:
@@ -74,8 +92,10 @@ def start(settings: Settings, mode: str = "auto", report=print) -> str:
     if mode == "auto":
         mode = "docker" if docker_engine_answers() else "native"
     if shutil.which("java") is None and mode == "native":
-        raise ServiceError("Java is not installed: Kafka and Kafka Connect need a JDK 17+ "
-                           "(`make install` or `apt-get install openjdk-17-jre-headless`).")
+        raise ServiceError(
+            "Java is not installed: Kafka and Kafka Connect need a JDK 17+ "
+            "(`make install` or `apt-get install openjdk-17-jre-headless`)."
+        )
     _mode_file(settings).parent.mkdir(parents=True, exist_ok=True)
     _mode_file(settings).write_text(mode)
     if mode == "docker":
@@ -141,28 +161,38 @@ def status(settings: Settings) -> list[ServiceStatus]:
     kafka_host = settings.kafka_bootstrap.rsplit(":", 1)[0]
     connect_host = settings.connect_url.split("//", 1)[1].rsplit(":", 1)[0]
     result = [
-        ServiceStatus("postgres", f"{settings.pg_host}:{settings.pg_port}",
-                      port_open(settings.pg_host, settings.pg_port)),
-        ServiceStatus("kafka", settings.kafka_bootstrap,
-                      port_open(kafka_host, settings.kafka_port)),
-        ServiceStatus("connect", settings.connect_url,
-                      port_open(connect_host, settings.connect_port)),
-        ServiceStatus("thrift", f"jdbc:hive2://localhost:{settings.thrift_port}",
-                      port_open(settings.thrift_bind_host, settings.thrift_port),
-                      f"JDBC/ODBC server over the shared catalog; user {settings.analyst_user}, "
-                      f"password ANALYST_PASSWORD in .env"),
+        ServiceStatus(
+            "postgres",
+            f"{settings.pg_host}:{settings.pg_port}",
+            port_open(settings.pg_host, settings.pg_port),
+        ),
+        ServiceStatus("kafka", settings.kafka_bootstrap, port_open(kafka_host, settings.kafka_port)),
+        ServiceStatus("connect", settings.connect_url, port_open(connect_host, settings.connect_port)),
+        ServiceStatus(
+            "thrift",
+            f"jdbc:hive2://localhost:{settings.thrift_port}",
+            port_open(settings.thrift_bind_host, settings.thrift_port),
+            f"JDBC/ODBC server over the shared catalog; user {settings.analyst_user}, "
+            f"password ANALYST_PASSWORD in .env",
+        ),
     ]
-    result += [ServiceStatus(name, address, healthy, "make cluster")
-               for name, address, healthy in cluster.status(settings)]
+    result += [
+        ServiceStatus(name, address, healthy, "make cluster")
+        for name, address, healthy in cluster.status(settings)
+    ]
     if result[0].healthy:
         result.append(_slot_status(settings))
     if result[2].healthy:
         state = connector.connector_status(settings)
         healthy = connector.is_running(state)
-        detail = json.dumps({"connector": state["connector"]["state"],
-                             "tasks": [t["state"] for t in state["tasks"]]}) if state else "not registered"
-        result.append(ServiceStatus("debezium", connector.connector_definition()["name"],
-                                    healthy, detail))
+        detail = (
+            json.dumps(
+                {"connector": state["connector"]["state"], "tasks": [t["state"] for t in state["tasks"]]}
+            )
+            if state
+            else "not registered"
+        )
+        result.append(ServiceStatus("debezium", connector.connector_definition()["name"], healthy, detail))
     return result
 
 
@@ -176,10 +206,14 @@ def _slot_status(settings: Settings) -> ServiceStatus:
     name = connector.connector_definition()["config"]["slot.name"]
     slot = database.replication_slot(settings, name)
     if slot is None:
-        return ServiceStatus("wal slot", name, False,
-                             "not created yet: Debezium creates it at its first start")
+        return ServiceStatus(
+            "wal slot", name, False, "not created yet: Debezium creates it at its first start"
+        )
     attached = "Debezium attached" if slot["active"] else "no reader (is Connect down?)"
     return ServiceStatus(
-        "wal slot", name, slot["wal_status"] in ("reserved", "extended"),
+        "wal slot",
+        name,
+        slot["wal_status"] in ("reserved", "extended"),
         f"{attached}; holds {_megabytes(slot['held_bytes'])} of WAL, "
-        f"{_megabytes(slot['safe_bytes'])} more before it is invalidated ({slot['wal_status']})")
+        f"{_megabytes(slot['safe_bytes'])} more before it is invalidated ({slot['wal_status']})",
+    )

@@ -16,8 +16,19 @@ from infra.native.process import BackgroundProcess, port_open
 from lakehouse.settings import Settings
 
 WORKERS = {
-    "simulator": ["simulate", "--duration", "0", "--rate", "5", "--event-rate", "20",
-                  "--bad-rows", "0.02", "--bad-events", "0.01"],
+    "simulator": [
+        "simulate",
+        "--duration",
+        "0",
+        "--rate",
+        "5",
+        "--event-rate",
+        "20",
+        "--bad-rows",
+        "0.02",
+        "--bad-events",
+        "0.01",
+    ],
     "pipeline": ["run", "--continuous", "--interval", "10"],
     "docs": ["docs"],
     "dashboard": ["dashboard"],
@@ -34,13 +45,17 @@ SPARK_UI_PORTS = (4040, 4041)
 
 def pages(settings: Settings) -> list[stack.ServiceStatus]:
     """The pages users open beside the services, each healthy while something answers."""
-    found = [("dashboard", settings.dashboard_port, "Gold and pipeline health"),
-             ("data docs", settings.docs_port, "results of the quality gates"),
-             ("metrics", settings.metrics_port, "Prometheus metrics, on /metrics"),
-             *(("spark ui", port, "a Spark job of the pipeline") for port in SPARK_UI_PORTS),
-             ("scheduler", settings.scheduler_port, "the scheduler's UI (`make scheduler`)")]
-    return [stack.ServiceStatus(name, f"http://localhost:{port}/", port_open("127.0.0.1", port), detail)
-            for name, port, detail in found]
+    found = [
+        ("dashboard", settings.dashboard_port, "Gold and pipeline health"),
+        ("data docs", settings.docs_port, "results of the quality gates"),
+        ("metrics", settings.metrics_port, "Prometheus metrics, on /metrics"),
+        *(("spark ui", port, "a Spark job of the pipeline") for port in SPARK_UI_PORTS),
+        ("scheduler", settings.scheduler_port, "the scheduler's UI (`make scheduler`)"),
+    ]
+    return [
+        stack.ServiceStatus(name, f"http://localhost:{port}/", port_open("127.0.0.1", port), detail)
+        for name, port, detail in found
+    ]
 
 
 def worker(settings: Settings, name: str) -> BackgroundProcess:

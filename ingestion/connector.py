@@ -46,7 +46,8 @@ def connector_status(settings: Settings, name: str | None = None) -> dict | None
 
 def _failure(status: dict) -> str | None:
     states = [("connector", status["connector"])] + [
-        (f"task {task['id']}", task) for task in status.get("tasks", [])]
+        (f"task {task['id']}", task) for task in status.get("tasks", [])
+    ]
     for label, state in states:
         if state["state"] == "FAILED":
             return f"{label} FAILED:\n{state.get('trace', '(no trace)')}"
@@ -54,8 +55,12 @@ def _failure(status: dict) -> str | None:
 
 
 def is_running(status: dict | None) -> bool:
-    return bool(status and status["connector"]["state"] == "RUNNING" and status["tasks"]
-                and all(task["state"] == "RUNNING" for task in status["tasks"]))
+    return bool(
+        status
+        and status["connector"]["state"] == "RUNNING"
+        and status["tasks"]
+        and all(task["state"] == "RUNNING" for task in status["tasks"])
+    )
 
 
 def wait_running(settings: Settings, timeout: float = 90) -> dict:
@@ -69,8 +74,10 @@ def wait_running(settings: Settings, timeout: float = 90) -> dict:
         if status and (failure := _failure(status)):
             raise ConnectorError(f"Debezium connector {status['name']}: {failure}")
         time.sleep(1)
-    raise ConnectorError(f"Debezium connector not RUNNING after {timeout:.0f} s; last status: "
-                         f"{json.dumps(status)}. Check .lake/logs/connect.log.")
+    raise ConnectorError(
+        f"Debezium connector not RUNNING after {timeout:.0f} s; last status: "
+        f"{json.dumps(status)}. Check .lake/logs/connect.log."
+    )
 
 
 def register(settings: Settings, timeout: float = 90) -> str:
@@ -87,8 +94,9 @@ def register(settings: Settings, timeout: float = 90) -> str:
     else:
         response = requests.put(f"{base}/config", json=config, timeout=30)
         if not response.ok:
-            raise ConnectorError(f"Kafka Connect refused connector {name} "
-                                 f"({response.status_code}): {response.text}")
+            raise ConnectorError(
+                f"Kafka Connect refused connector {name} ({response.status_code}): {response.text}"
+            )
         outcome = "created" if response.status_code == 201 else "updated"
     wait_running(settings, timeout)
     return outcome

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 
 from kafka import KafkaProducer
 
@@ -33,8 +33,15 @@ def _json_value(value):
 class EventStreams:
     """Generates both event streams from one seeded generator and sends them to Kafka."""
 
-    def __init__(self, producer: KafkaProducer, seed: int, customer_ids: list[int],
-                 skus: list[str], product_ids: list[int], bad_share: float = 0.0):
+    def __init__(
+        self,
+        producer: KafkaProducer,
+        seed: int,
+        customer_ids: list[int],
+        skus: list[str],
+        product_ids: list[int],
+        bad_share: float = 0.0,
+    ):
         self.producer = producer
         self.rng = random.Random(f"{seed}:events")
         self.customer_ids, self.skus, self.product_ids = customer_ids, skus, product_ids
@@ -60,7 +67,8 @@ class EventStreams:
         if self.rng.random() < 2 / 3:
             if not self.pending_clicks:
                 self.pending_clicks = generators.click_session(
-                    self.rng, self.customer_ids, self.product_ids, now)
+                    self.rng, self.customer_ids, self.product_ids, now
+                )
             # A live stream stamps events when they happen, not when the session was planned.
             event = self.pending_clicks.pop(0) | {"event_ts": now}
             self._send(CLICKSTREAM_TOPIC, event, "event_id")

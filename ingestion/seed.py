@@ -4,24 +4,56 @@ from __future__ import annotations
 
 import itertools
 import random
-from datetime import datetime
-from decimal import Decimal
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
 
 from ingestion import generators
 from ingestion.database import connect
 from lakehouse.settings import SOURCE_WRITER, Settings
 
 COLUMNS = {
-    "customer_master": ["customer_id", "first_name", "last_name", "email", "phone",
-                        "birth_date", "city", "state", "country", "region", "loyalty_tier",
-                        "created_at", "updated_ts"],
-    "product_catalog": ["product_id", "sku", "name", "description", "category", "brand",
-                        "unit_price", "active", "updated_ts"],
-    "sales_transactions": ["order_id", "line_item_id", "customer_id", "product_id",
-                           "quantity", "unit_price", "discount", "channel", "store_id",
-                           "status", "transaction_ts", "updated_ts"],
+    "customer_master": [
+        "customer_id",
+        "first_name",
+        "last_name",
+        "email",
+        "phone",
+        "birth_date",
+        "city",
+        "state",
+        "country",
+        "region",
+        "loyalty_tier",
+        "created_at",
+        "updated_ts",
+    ],
+    "product_catalog": [
+        "product_id",
+        "sku",
+        "name",
+        "description",
+        "category",
+        "brand",
+        "unit_price",
+        "active",
+        "updated_ts",
+    ],
+    "sales_transactions": [
+        "order_id",
+        "line_item_id",
+        "customer_id",
+        "product_id",
+        "quantity",
+        "unit_price",
+        "discount",
+        "channel",
+        "store_id",
+        "status",
+        "transaction_ts",
+        "updated_ts",
+    ],
 }
 
 
@@ -32,11 +64,13 @@ class SeedSize:
     products: int
 
     @classmethod
-    def for_lines(cls, sales_lines: int, customers: int | None = None,
-                  products: int | None = None) -> SeedSize:
+    def for_lines(
+        cls, sales_lines: int, customers: int | None = None, products: int | None = None
+    ) -> SeedSize:
         """About ten lines per customer and fifty per product, as in a mid-size retailer."""
-        return cls(sales_lines, customers or max(50, sales_lines // 10),
-                   products or max(20, sales_lines // 50))
+        return cls(
+            sales_lines, customers or max(50, sales_lines // 10), products or max(20, sales_lines // 50)
+        )
 
 
 def customers(seed: int, size: SeedSize) -> Iterator[dict]:
@@ -51,8 +85,13 @@ def products(seed: int, size: SeedSize) -> Iterator[dict]:
         yield generators.product(rng, product_id, generators.history_ts(rng))
 
 
-def sales(seed: int, size: SeedSize, prices: list[tuple[int, Decimal]],
-          first_order_id: int = 1, placed_at: datetime | None = None) -> Iterator[dict]:
+def sales(
+    seed: int,
+    size: SeedSize,
+    prices: list[tuple[int, Decimal]],
+    first_order_id: int = 1,
+    placed_at: datetime | None = None,
+) -> Iterator[dict]:
     """Orders of 1-4 lines (2.5 on average) until `size.sales_lines` lines exist: spread over
     the seeded history in order-id order, or all placed at `placed_at` (a burst of new
     orders, for benchmarks)."""
@@ -64,8 +103,14 @@ def sales(seed: int, size: SeedSize, prices: list[tuple[int, Decimal]],
             return
         position = min(1.0, (order_id - first_order_id) / expected_orders)
         status = "pending" if placed_at else generators.seeded_status(rng)
-        lines = generators.order_lines(rng, order_id, rng.randint(1, size.customers), prices,
-                                       placed_at or generators.history_ts(rng, position), status)
+        lines = generators.order_lines(
+            rng,
+            order_id,
+            rng.randint(1, size.customers),
+            prices,
+            placed_at or generators.history_ts(rng, position),
+            status,
+        )
         for line in lines[: size.sales_lines - emitted]:
             emitted += 1
             yield line
@@ -87,7 +132,8 @@ def seed(settings: Settings, size: SeedSize, seed_value: int = 42) -> dict[str, 
         existing = conn.execute(
             "SELECT (SELECT count(*) FROM retail.customer_master)"
             " + (SELECT count(*) FROM retail.product_catalog)"
-            " + (SELECT count(*) FROM retail.sales_transactions)").fetchone()[0]
+            " + (SELECT count(*) FROM retail.sales_transactions)"
+        ).fetchone()[0]
         if existing:
             return None
         catalog = list(products(seed_value, size))

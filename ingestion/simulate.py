@@ -40,8 +40,7 @@ def _connect_when_up(settings: Settings, report) -> psycopg.Connection:
         try:
             return connect(settings, SOURCE_WRITER, autocommit=True)
         except psycopg.OperationalError as error:
-            report(f"simulate: Postgres unavailable ({str(error).strip().splitlines()[-1]}); "
-                   f"retrying in 2 s")
+            report(f"simulate: Postgres unavailable ({str(error).strip().splitlines()[-1]}); retrying in 2 s")
             time.sleep(2)
 
 
@@ -49,17 +48,29 @@ def simulate(settings: Settings, plan: SimulationPlan, report=print) -> Counter:
     """Runs both workloads side by side, pacing each to its rate; returns what it did."""
     done: Counter = Counter()
     conn = _connect_when_up(settings, report)
-    oltp = OltpWorkload(conn, plan.seed, plan.bad_row_share,
-                        timedelta(seconds=plan.fix_bad_rows_after_seconds))
-    customers = [r[0] for r in conn.execute(
-        "SELECT customer_id FROM retail.customer_master ORDER BY customer_id LIMIT 5000")]
+    oltp = OltpWorkload(
+        conn, plan.seed, plan.bad_row_share, timedelta(seconds=plan.fix_bad_rows_after_seconds)
+    )
+    customers = [
+        r[0]
+        for r in conn.execute(
+            "SELECT customer_id FROM retail.customer_master ORDER BY customer_id LIMIT 5000"
+        )
+    ]
     catalog = conn.execute(
         "SELECT product_id, sku FROM retail.product_catalog ORDER BY product_id LIMIT 5000"
     ).fetchall()
-    producer = KafkaProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all",
-                             linger_ms=20, client_id="retailmax-simulator")
-    events = EventStreams(producer, plan.seed, customers, [sku for _, sku in catalog],
-                          [pid for pid, _ in catalog], plan.bad_event_share)
+    producer = KafkaProducer(
+        bootstrap_servers=settings.kafka_bootstrap, acks="all", linger_ms=20, client_id="retailmax-simulator"
+    )
+    events = EventStreams(
+        producer,
+        plan.seed,
+        customers,
+        [sku for _, sku in catalog],
+        [pid for pid, _ in catalog],
+        plan.bad_event_share,
+    )
     start = time.monotonic()
     next_report = start + 10
     try:
@@ -82,13 +93,14 @@ def simulate(settings: Settings, plan: SimulationPlan, report=print) -> Counter:
             elif behind_events >= 1:
                 events.step()
             else:
-                time.sleep(min(0.01, 1 / max(plan.transactions_per_second,
-                                              plan.events_per_second, 1)))
+                time.sleep(min(0.01, 1 / max(plan.transactions_per_second, plan.events_per_second, 1)))
             if time.monotonic() >= next_report:
                 next_report += 10
-                report(f"simulate: {sum(done.values())} transactions, "
-                       f"{events.sent['clickstream']} clicks, {events.sent['inventory']} "
-                       f"stock updates, {events.sent['malformed']} malformed")
+                report(
+                    f"simulate: {sum(done.values())} transactions, "
+                    f"{events.sent['clickstream']} clicks, {events.sent['inventory']} "
+                    f"stock updates, {events.sent['malformed']} malformed"
+                )
     finally:
         producer.flush()
         producer.close()

@@ -40,8 +40,7 @@ def source_topics() -> tuple[str, ...]:
 
 def create_source_topics(settings: Settings) -> list[str]:
     """Creates the source topics that are missing; returns the names it created."""
-    admin = KafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap,
-                             client_id="retailmax-admin")
+    admin = KafkaAdminClient(bootstrap_servers=settings.kafka_bootstrap, client_id="retailmax-admin")
     try:
         missing = [t for t in source_topics() if t not in set(admin.list_topics())]
         created = []
@@ -64,8 +63,12 @@ def tail(settings: Settings, topic: str, per_partition: int, timeout: int) -> It
     """`lakehouse tail`: the last `per_partition` messages of each of the topic's partitions,
     then those that arrive until none has for `timeout` s, one line each."""
     # A local broker answers at once: after 5 s (not the client's 30) it is said to be down.
-    consumer = KafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, enable_auto_commit=False,
-                             consumer_timeout_ms=timeout * 1000, bootstrap_timeout_ms=5_000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=settings.kafka_bootstrap,
+        enable_auto_commit=False,
+        consumer_timeout_ms=timeout * 1000,
+        bootstrap_timeout_ms=5_000,
+    )
     partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or []]
     if not partitions:
         raise NoSuchTopic(f"topic {topic} does not exist")

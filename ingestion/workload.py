@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, UTC
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import psycopg
@@ -19,7 +19,6 @@ from ingestion import generators
 from ingestion.seed import COLUMNS
 from lakehouse import domain
 from lakehouse.settings import ConfigurationError
-
 
 RECENT_ORDERS = 300
 # Products the bad-row mix references without creating them: far above the catalog's ids,
@@ -45,21 +44,26 @@ class KeySpace:
             "SELECT (SELECT coalesce(max(customer_id), 0) FROM retail.customer_master),"
             " (SELECT coalesce(max(product_id), 0) FROM retail.product_catalog"
             f"  WHERE product_id < {UNKNOWN_PRODUCT_IDS}),"
-            " (SELECT coalesce(max(order_id), 0) FROM retail.sales_transactions)").fetchone()
+            " (SELECT coalesce(max(order_id), 0) FROM retail.sales_transactions)"
+        ).fetchone()
         return cls(*row)
 
 
 def _insert(conn: psycopg.Connection, table: str, rows: list[dict]) -> None:
     columns = COLUMNS[table]
     conn.cursor().executemany(
-        f"INSERT INTO retail.{table} ({', '.join(columns)}) VALUES "
-        f"({', '.join(['%s'] * len(columns))})", [[r[c] for c in columns] for r in rows])
+        f"INSERT INTO retail.{table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))})",
+        [[r[c] for c in columns] for r in rows],
+    )
 
 
 def _prices(conn: psycopg.Connection, rng: random.Random, keys: KeySpace) -> list[tuple[int, Decimal]]:
     ids = sorted({rng.randint(1, keys.max_product_id) for _ in range(4)})
-    return conn.execute("SELECT product_id, unit_price FROM retail.product_catalog"
-                        " WHERE product_id = ANY(%s) ORDER BY product_id", (ids,)).fetchall()
+    return conn.execute(
+        "SELECT product_id, unit_price FROM retail.product_catalog"
+        " WHERE product_id = ANY(%s) ORDER BY product_id",
+        (ids,),
+    ).fetchall()
 
 
 def _order_lines(conn, rng, keys, now) -> list[dict]:
@@ -67,8 +71,9 @@ def _order_lines(conn, rng, keys, now) -> list[dict]:
     if not prices or not keys.max_customer_id:
         return []
     keys.max_order_id += 1
-    return generators.order_lines(rng, keys.max_order_id, rng.randint(1, keys.max_customer_id),
-                                  prices, now, "pending")
+    return generators.order_lines(
+        rng, keys.max_order_id, rng.randint(1, keys.max_customer_id), prices, now, "pending"
+    )
 
 
 def new_order(conn, rng, keys, now):
@@ -79,11 +84,16 @@ def new_order(conn, rng, keys, now):
     if rng.random() < 0.3:
         # The customer changes their mind before the transaction ends: one key changes
         # twice inside one transaction, and Debezium emits both events.
-        conn.execute("UPDATE retail.sales_transactions SET quantity = quantity + 1,"
-                     " updated_ts = %s WHERE order_id = %s AND line_item_id = 1",
-                     (now, keys.max_order_id))
-        conn.execute("UPDATE retail.sales_transactions SET discount = 0, updated_ts = %s"
-                     " WHERE order_id = %s AND line_item_id = 1", (now, keys.max_order_id))
+        conn.execute(
+            "UPDATE retail.sales_transactions SET quantity = quantity + 1,"
+            " updated_ts = %s WHERE order_id = %s AND line_item_id = 1",
+            (now, keys.max_order_id),
+        )
+        conn.execute(
+            "UPDATE retail.sales_transactions SET discount = 0, updated_ts = %s"
+            " WHERE order_id = %s AND line_item_id = 1",
+            (now, keys.max_order_id),
+        )
     return "new_order"
 
 
@@ -96,33 +106,39 @@ def recent_order(rng: random.Random, keys: KeySpace) -> int:
 def status_change(conn, rng, keys, now):
     order_id = recent_order(rng, keys)
     status = rng.choices(domain.ORDER_STATUSES, weights=[5, 70, 15, 10])[0]
-    conn.execute("UPDATE retail.sales_transactions SET status = %s, updated_ts = %s"
-                 " WHERE order_id = %s", (status, now, order_id))
+    conn.execute(
+        "UPDATE retail.sales_transactions SET status = %s, updated_ts = %s WHERE order_id = %s",
+        (status, now, order_id),
+    )
     return "status_change"
 
 
 def price_correction(conn, rng, keys, now):
     factor = Decimal(rng.choice(["0.90", "0.95", "1.05", "1.10"]))
-    conn.execute("UPDATE retail.product_catalog SET unit_price = round(unit_price * %s, 2),"
-                 " updated_ts = %s WHERE product_id = %s",
-                 (factor, now, rng.randint(1, keys.max_product_id)))
+    conn.execute(
+        "UPDATE retail.product_catalog SET unit_price = round(unit_price * %s, 2),"
+        " updated_ts = %s WHERE product_id = %s",
+        (factor, now, rng.randint(1, keys.max_product_id)),
+    )
     return "price_correction"
 
 
 def customer_move(conn, rng, keys, now):
     place = generators.location(rng)
-    conn.execute("UPDATE retail.customer_master SET city = %(city)s, state = %(state)s,"
-                 " country = %(country)s, region = %(region)s, updated_ts = %(now)s"
-                 " WHERE customer_id = %(id)s",
-                 {**place, "now": now, "id": rng.randint(1, keys.max_customer_id)})
+    conn.execute(
+        "UPDATE retail.customer_master SET city = %(city)s, state = %(state)s,"
+        " country = %(country)s, region = %(region)s, updated_ts = %(now)s"
+        " WHERE customer_id = %(id)s",
+        {**place, "now": now, "id": rng.randint(1, keys.max_customer_id)},
+    )
     return "customer_move"
 
 
 def product_recategorisation(conn, rng, keys, now):
-    conn.execute("UPDATE retail.product_catalog SET category = %s, updated_ts = %s"
-                 " WHERE product_id = %s",
-                 (rng.choice(sorted(generators.CATEGORIES)), now,
-                  rng.randint(1, keys.max_product_id)))
+    conn.execute(
+        "UPDATE retail.product_catalog SET category = %s, updated_ts = %s WHERE product_id = %s",
+        (rng.choice(sorted(generators.CATEGORIES)), now, rng.randint(1, keys.max_product_id)),
+    )
     return "product_recategorisation"
 
 
@@ -131,7 +147,8 @@ def delete_line(conn, rng, keys, now):
         f"DELETE FROM retail.sales_transactions WHERE (order_id, line_item_id) = ("
         f" SELECT order_id, line_item_id FROM retail.sales_transactions WHERE order_id = %s"
         f" ORDER BY line_item_id LIMIT 1) RETURNING {', '.join(COLUMNS['sales_transactions'])}",
-        (recent_order(rng, keys),)).fetchone()
+        (recent_order(rng, keys),),
+    ).fetchone()
     if row is None:
         return "skipped"
     keys.deleted_lines.append(dict(zip(COLUMNS["sales_transactions"], row)))
@@ -162,6 +179,7 @@ def new_product(conn, rng, keys, now):
 
 def _bad_order(kind: str, spoil: Callable[[dict, random.Random, KeySpace, datetime], None]):
     """A new order whose first line `spoil` breaks; remembered so that a later step fixes it."""
+
     def operation(conn, rng, keys, now):
         lines = _order_lines(conn, rng, keys, now)
         if not lines:
@@ -170,6 +188,7 @@ def _bad_order(kind: str, spoil: Callable[[dict, random.Random, KeySpace, dateti
         _insert(conn, "sales_transactions", lines)
         keys.bad_rows.append((now, kind, keys.max_order_id))
         return kind
+
     operation.__name__ = kind
     return operation
 
@@ -189,8 +208,11 @@ def _future_timestamp(line, rng, keys, now):
 
 def malformed_email(conn, rng, keys, now):
     customer_id = rng.randint(1, keys.max_customer_id)
-    conn.execute("UPDATE retail.customer_master SET email = replace(email, '@', ' at '),"
-                 " updated_ts = %s WHERE customer_id = %s", (now, customer_id))
+    conn.execute(
+        "UPDATE retail.customer_master SET email = replace(email, '@', ' at '),"
+        " updated_ts = %s WHERE customer_id = %s",
+        (now, customer_id),
+    )
     keys.bad_rows.append((now, "malformed_email", customer_id))
     return "malformed_email"
 
@@ -204,18 +226,26 @@ def fix_bad_row(conn, rng, keys, now):
     keys.bad_rows.remove(written := rng.choice(ready))
     _, kind, key = written
     if kind == "malformed_email":
-        conn.execute("UPDATE retail.customer_master SET email = replace(email, ' at ', '@'),"
-                     " updated_ts = %s WHERE customer_id = %s", (now, key))
+        conn.execute(
+            "UPDATE retail.customer_master SET email = replace(email, ' at ', '@'),"
+            " updated_ts = %s WHERE customer_id = %s",
+            (now, key),
+        )
     elif kind == "unknown_product":
         for (product_id,) in conn.execute(
-                "SELECT DISTINCT product_id FROM retail.sales_transactions s WHERE order_id = %s"
-                " AND NOT EXISTS (SELECT 1 FROM retail.product_catalog p"
-                "                 WHERE p.product_id = s.product_id)", (key,)).fetchall():
+            "SELECT DISTINCT product_id FROM retail.sales_transactions s WHERE order_id = %s"
+            " AND NOT EXISTS (SELECT 1 FROM retail.product_catalog p"
+            "                 WHERE p.product_id = s.product_id)",
+            (key,),
+        ).fetchall():
             _insert(conn, "product_catalog", [generators.product(rng, product_id, now)])
     else:
-        conn.execute("UPDATE retail.sales_transactions SET quantity = abs(quantity),"
-                     " transaction_ts = least(transaction_ts, %s), updated_ts = %s"
-                     " WHERE order_id = %s", (now, now, key))
+        conn.execute(
+            "UPDATE retail.sales_transactions SET quantity = abs(quantity),"
+            " transaction_ts = least(transaction_ts, %s), updated_ts = %s"
+            " WHERE order_id = %s",
+            (now, now, key),
+        )
     return "fix_bad_row"
 
 
@@ -225,9 +255,16 @@ Operation = Callable[[psycopg.Connection, random.Random, KeySpace, datetime], st
 # merchandising recategorises a product about as rarely; each such change reaches that
 # customer's or product's lines on every day they were sold.
 OPERATIONS: dict[Operation, int] = {
-    new_order: 40, status_change: 29, price_correction: 6, customer_move: 1,
-    product_recategorisation: 1, delete_line: 6, reinsert_line: 3, new_customer: 8,
-    new_product: 2, fix_bad_row: 4,
+    new_order: 40,
+    status_change: 29,
+    price_correction: 6,
+    customer_move: 1,
+    product_recategorisation: 1,
+    delete_line: 6,
+    reinsert_line: 3,
+    new_customer: 8,
+    new_product: 2,
+    fix_bad_row: 4,
 }
 # What `--bad-rows` mixes in: rows the source accepts and the quality gates must catch.
 BAD_OPERATIONS = {
@@ -241,8 +278,9 @@ BAD_OPERATIONS = {
 class OltpWorkload:
     """Runs one weighted-random operation per `step()` call, each in its own transaction."""
 
-    def __init__(self, conn: psycopg.Connection, seed: int, bad_share: float = 0.0,
-                 fix_after: timedelta = timedelta(0)):
+    def __init__(
+        self, conn: psycopg.Connection, seed: int, bad_share: float = 0.0, fix_after: timedelta = timedelta(0)
+    ):
         assert conn.autocommit, "each step must commit on its own"
         if not 0 <= bad_share <= 1:
             raise ConfigurationError(f"the share of bad rows must be between 0 and 1, got {bad_share}")

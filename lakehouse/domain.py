@@ -5,8 +5,15 @@ from email_validator import EmailNotValidError, validate_email
 
 CHANNELS = ("web", "mobile", "store", "marketplace")
 ORDER_STATUSES = ("pending", "completed", "cancelled", "returned")
-EVENT_TYPES = ("page_view", "product_view", "search", "add_to_cart", "remove_from_cart",
-               "checkout", "purchase")
+EVENT_TYPES = (
+    "page_view",
+    "product_view",
+    "search",
+    "add_to_cart",
+    "remove_from_cart",
+    "checkout",
+    "purchase",
+)
 
 
 def email_problem(address: str) -> str | None:

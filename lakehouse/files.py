@@ -31,8 +31,11 @@ def is_data(relative_path: str) -> bool:
     """Whether a file, by its path inside the table's folder, holds data (a base, log or
     change-log file of any version)."""
     parts = relative_path.strip("/").split("/")
-    return (HUDI_FOLDER not in parts[:-1] and not parts[-1].startswith(PARTITION_MARKER)
-            and not parts[-1].endswith(CHECKSUM_SUFFIX))
+    return (
+        HUDI_FOLDER not in parts[:-1]
+        and not parts[-1].startswith(PARTITION_MARKER)
+        and not parts[-1].endswith(CHECKSUM_SUFFIX)
+    )
 
 
 def storage(listing: list[tuple[str, int]]) -> Storage:
@@ -40,5 +43,8 @@ def storage(listing: list[tuple[str, int]]) -> Storage:
     file under it; the folders holding them are its partitions (the table's own folder is
     the one partition of an unpartitioned table)."""
     data = [(path.strip("/"), size) for path, size in listing if is_data(path)]
-    return Storage(files=len(data), bytes=sum(size for _, size in data),
-                   partitions=len({path.rpartition("/")[0] for path, _ in data}))
+    return Storage(
+        files=len(data),
+        bytes=sum(size for _, size in data),
+        partitions=len({path.rpartition("/")[0] for path, _ in data}),
+    )

@@ -35,7 +35,7 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from functools import reduce
 
 from py4j.protocol import Py4JJavaError
@@ -68,8 +68,10 @@ class Reconciliation:
     removed: int
 
     def line(self) -> str:
-        return (f"{self.rows_in} in = {self.promoted} promoted + {self.quarantined} quarantined + "
-                f"{self.held_back} held back + {self.removed} removed at the source")
+        return (
+            f"{self.rows_in} in = {self.promoted} promoted + {self.quarantined} quarantined + "
+            f"{self.held_back} held back + {self.removed} removed at the source"
+        )
 
 
 @dataclass(frozen=True)
@@ -95,8 +97,10 @@ class RunReport:
             text = f"{self.table:<40} no new input; nothing committed ({self.seconds:.1f} s)"
             return f"{text}  ({self.note})" if self.note else text
         what = "incremental" if self.mode == "incremental" else "full refresh"
-        text = (f"{self.table:<40} {what:<12} {self.changes_read:>9} changes read  "
-                f"{self.upserted:>9} upserted  {self.deleted:>7} deleted  {self.seconds:6.1f} s")
+        text = (
+            f"{self.table:<40} {what:<12} {self.changes_read:>9} changes read  "
+            f"{self.upserted:>9} upserted  {self.deleted:>7} deleted  {self.seconds:6.1f} s"
+        )
         lines = [f"{text}  ({self.note})" if self.note else text]
         if self.reconciliation:
             lines.append(f"    reconciled: {self.reconciliation.line()}")
@@ -104,8 +108,15 @@ class RunReport:
         return "\n".join(lines)
 
 
-def changed_images(spark: SparkSession, table, settings: Settings, start: str, end: str,
-                   columns: T.StructType, reads: tuple[str, ...] | None = None) -> DataFrame:
+def changed_images(
+    spark: SparkSession,
+    table,
+    settings: Settings,
+    start: str,
+    end: str,
+    columns: T.StructType,
+    reads: tuple[str, ...] | None = None,
+) -> DataFrame:
     """Before- and after-images of the rows changed in (start, end], one row per image;
     with `reads`, of the rows inserted, deleted, or updated in one of those columns.
 
@@ -114,31 +125,46 @@ def changed_images(spark: SparkSession, table, settings: Settings, start: str, e
     used to find keys, never values, so decimals are left out and the rest converted back
     (an update of a decimal column that `reads` names therefore always counts).
     """
-    as_read = T.StructType([
-        T.StructField(f.name, T.LongType() if isinstance(f.dataType, T.TimestampType)
-                      else T.IntegerType() if isinstance(f.dataType, T.DateType) else f.dataType)
-        for f in columns if not isinstance(f.dataType, T.DecimalType)])
+    as_read = T.StructType(
+        [
+            T.StructField(
+                f.name,
+                T.LongType()
+                if isinstance(f.dataType, T.TimestampType)
+                else T.IntegerType()
+                if isinstance(f.dataType, T.DateType)
+                else f.dataType,
+            )
+            for f in columns
+            if not isinstance(f.dataType, T.DecimalType)
+        ]
+    )
     restored = [
         F.timestamp_micros(F.col(f"image.{f.name}")).alias(f.name)
         if isinstance(f.dataType, T.TimestampType)
         else F.date_from_unix_date(F.col(f"image.{f.name}")).alias(f.name)
-        if isinstance(f.dataType, T.DateType) else F.col(f"image.{f.name}")
-        for f in columns if not isinstance(f.dataType, T.DecimalType)]
-    log = spark.sql("SELECT op, before, after FROM hudi_table_changes(?, 'cdc', ?, ?)",
-                    args=[table.path(settings), start, end])
+        if isinstance(f.dataType, T.DateType)
+        else F.col(f"image.{f.name}")
+        for f in columns
+        if not isinstance(f.dataType, T.DecimalType)
+    ]
+    log = spark.sql(
+        "SELECT op, before, after FROM hudi_table_changes(?, 'cdc', ?, ?)",
+        args=[table.path(settings), start, end],
+    )
     if reads and all(name in as_read.names for name in reads):
         watched = T.StructType([as_read[name] for name in reads])
         unchanged = F.from_json("before", watched).eqNullSafe(F.from_json("after", watched))
         log = log.where((F.col("op") != "u") | ~unchanged)
     # A delete's missing after-image comes as SQL NULL or as the JSON text "null", which
     # would parse into a row of nulls.
-    images = (log.select(F.explode(F.array("before", "after")).alias("json"))
-              .where("json IS NOT NULL AND trim(json) <> 'null'"))
+    images = log.select(F.explode(F.array("before", "after")).alias("json")).where(
+        "json IS NOT NULL AND trim(json) <> 'null'"
+    )
     return images.select(F.from_json("json", as_read).alias("image")).select(restored)
 
 
-def affected_rows(spark: SparkSession, table: DerivedTable, source: Input,
-                  changed: DataFrame) -> DataFrame:
+def affected_rows(spark: SparkSession, table: DerivedTable, source: Input, changed: DataFrame) -> DataFrame:
     """The output's affected columns (key, and the columns inputs are pruned by) that the
     changes of one input reach."""
     changed.createOrReplaceTempView("changed")
@@ -147,26 +173,37 @@ def affected_rows(spark: SparkSession, table: DerivedTable, source: Input,
     found = spark.sql(query)
     missing = [c for c in columns if c not in found.columns]
     if missing:
-        raise IncrementalError(f"{table.name}: what input {source.alias} affects must include "
-                               f"{', '.join(missing)}; add it to the Input's `affects` query")
+        raise IncrementalError(
+            f"{table.name}: what input {source.alias} affects must include "
+            f"{', '.join(missing)}; add it to the Input's `affects` query"
+        )
     return found.select(*columns)
 
 
-def write(frame: DataFrame, table: DerivedTable, settings: Settings, operation: str,
-          consumed: dict[str, str]) -> None:
+def write(
+    frame: DataFrame, table: DerivedTable, settings: Settings, operation: str, consumed: dict[str, str]
+) -> None:
     """One Hudi commit of a derived table, with the checkpoint that moves with it and the
     fingerprint of the transform that computed it (commit metadata)."""
-    layout.write(frame, table, settings, operation,
-                 {timeline.CONSUMED_KEY: json.dumps(consumed, sort_keys=True),
-                  timeline.TRANSFORM_KEY: table.fingerprint})
+    layout.write(
+        frame,
+        table,
+        settings,
+        operation,
+        {
+            timeline.CONSUMED_KEY: json.dumps(consumed, sort_keys=True),
+            timeline.TRANSFORM_KEY: table.fingerprint,
+        },
+    )
 
 
 def _transform_change(table: DerivedTable, written: timeline.Timeline) -> str | None:
     # Rows the old transform computed would otherwise stay as they are until their inputs
     # change (a column a new transform selects would fill in row by row).
     if written.last_transform not in (None, table.fingerprint):
-        return (f"transform {table.transform_path.name} changed since the last run, "
-                f"rebuilt from full snapshots")
+        return (
+            f"transform {table.transform_path.name} changed since the last run, rebuilt from full snapshots"
+        )
     return None
 
 
@@ -178,27 +215,39 @@ def _rebuild_reason(inputs: dict[str, timeline.Timeline], consumed: dict[str, st
         if start is None:
             return f"no checkpoint for input {name}"
         if not found.can_read_after(start):
-            return (f"checkpoint {start} of input {name} is no longer on its active timeline "
-                    f"(archived or cleaned, which raising HUDI_COMMITS_RETAINED or running more "
-                    f"often avoids, or the input was rewritten in a new layout), rebuilt from "
-                    f"full snapshots")
+            return (
+                f"checkpoint {start} of input {name} is no longer on its active timeline "
+                f"(archived or cleaned, which raising HUDI_COMMITS_RETAINED or running more "
+                f"often avoids, or the input was rewritten in a new layout), rebuilt from "
+                f"full snapshots"
+            )
         if not found.completed_at(start):
             # Checkpoints are completion times of the input's commits; one that is gone was
             # undone by a restore (operations/savepoints.py), and this table holds rows
             # derived from it.
-            return (f"input {name} was restored to a savepoint before commit {start}, which "
-                    f"this table had read; rebuilt from full snapshots")
+            return (
+                f"input {name} was restored to a savepoint before commit {start}, which "
+                f"this table had read; rebuilt from full snapshots"
+            )
     return None
 
 
-RESULTS_SCHEMA = T.StructType([
-    T.StructField("run_id", T.StringType()), T.StructField("table_name", T.StringType()),
-    T.StructField("rule", T.StringType()), T.StructField("tier", T.StringType()),
-    T.StructField("input_instants", T.StringType()), T.StructField("full_refresh", T.BooleanType()),
-    T.StructField("success", T.BooleanType()), T.StructField("rows_checked", T.LongType()),
-    T.StructField("unexpected_count", T.LongType()), T.StructField("sample_values", T.StringType()),
-    T.StructField("validated_at", T.TimestampType()), T.StructField("validated_date", T.DateType()),
-])
+RESULTS_SCHEMA = T.StructType(
+    [
+        T.StructField("run_id", T.StringType()),
+        T.StructField("table_name", T.StringType()),
+        T.StructField("rule", T.StringType()),
+        T.StructField("tier", T.StringType()),
+        T.StructField("input_instants", T.StringType()),
+        T.StructField("full_refresh", T.BooleanType()),
+        T.StructField("success", T.BooleanType()),
+        T.StructField("rows_checked", T.LongType()),
+        T.StructField("unexpected_count", T.LongType()),
+        T.StructField("sample_values", T.StringType()),
+        T.StructField("validated_at", T.TimestampType()),
+        T.StructField("validated_date", T.DateType()),
+    ]
+)
 
 
 def utc_now() -> datetime:
@@ -207,16 +256,16 @@ def utc_now() -> datetime:
 
 
 class Runner:
-    def __init__(self, spark: SparkSession, settings: Settings,
-                 clock: Callable[[], datetime] = utc_now):
+    def __init__(self, spark: SparkSession, settings: Settings, clock: Callable[[], datetime] = utc_now):
         """`clock` is the "now" that rules such as "not in the future" compare with."""
         self.spark, self.settings, self.clock = spark, settings, clock
         self._gate: quality.Gate | None = None
         self._results: dict[str, list[tuple]] = {}
 
     def run(self, table: DerivedTable, full_refresh: bool = False) -> RunReport:
-        relaid = [note for t in (table, table.quarantine)
-                  if (note := layout.ensure(self.spark, self.settings, t))]
+        relaid = [
+            note for t in (table, table.quarantine) if (note := layout.ensure(self.spark, self.settings, t))
+        ]
         report = self._run(table, full_refresh)
         if not relaid:
             return report
@@ -229,11 +278,15 @@ class Runner:
         path = table.path(self.settings)
         written = timeline.read(self.spark, path) if catalog.exists(self.spark, path) else None
         consumed = written.last_consumed if written else None
-        reason = ("--full-refresh" if full_refresh
-                  else _rebuild_reason(inputs, consumed) or _transform_change(table, written))
+        reason = (
+            "--full-refresh"
+            if full_refresh
+            else _rebuild_reason(inputs, consumed) or _transform_change(table, written)
+        )
         if not reason:
-            pending = [i for i in table.inputs
-                       if inputs[i.table.name].has_commits_after(consumed[i.table.name])]
+            pending = [
+                i for i in table.inputs if inputs[i.table.name].has_commits_after(consumed[i.table.name])
+            ]
             if not pending:
                 # Decided from timelines alone: an idle table opens none of its inputs.
                 return RunReport(table.name, "idle", seconds=time.monotonic() - began)
@@ -259,15 +312,15 @@ class Runner:
             relaid = layout.ensure(self.spark, self.settings, results)
             if relaid:
                 print(relaid, flush=True)
-            layout.write(self.spark.createDataFrame(rows, RESULTS_SCHEMA), results, self.settings,
-                         "insert")
+            layout.write(self.spark.createDataFrame(rows, RESULTS_SCHEMA), results, self.settings, "insert")
         self._results.clear()
 
     @property
     def gate(self) -> quality.Gate:
         if self._gate is None:
-            self._gate = quality.Gate(self.spark, self.settings.quality_dir,
-                                      self.settings.quality_in_memory_rows)
+            self._gate = quality.Gate(
+                self.spark, self.settings.quality_dir, self.settings.quality_in_memory_rows
+            )
         return self._gate
 
     def _snapshots(self, table: DerivedTable) -> dict[str, DataFrame]:
@@ -281,46 +334,69 @@ class Runner:
 
     def _input_timeline(self, table: DerivedTable, source: Input) -> timeline.Timeline:
         path = source.table.path(self.settings)
-        found = (timeline.read(self.spark, path, checkpoint=False)
-                 if catalog.exists(self.spark, path) else None)
+        found = (
+            timeline.read(self.spark, path, checkpoint=False) if catalog.exists(self.spark, path) else None
+        )
         if found is None or found.latest is None:
             raise IncrementalError(
                 f"{table.name}: input {source.table.qualified_name} has no data yet at {path}; "
-                f"build it first (`lakehouse run` goes through the layers in order)")
+                f"build it first (`lakehouse run` goes through the layers in order)"
+            )
         return found
 
-    def _validate(self, table: DerivedTable, candidates: DataFrame, ends: dict[str, str],
-                  full_refresh: bool) -> quality.Verdict:
+    def _validate(
+        self, table: DerivedTable, candidates: DataFrame, ends: dict[str, str], full_refresh: bool
+    ) -> quality.Verdict:
         """The gate: every rule over the rows about to be promoted, recorded whatever the
         outcome; a fail-tier breach stops the run here, before anything is written."""
         validated_at = self.clock()
-        verdict = self.gate.validate(table.name, table.rules, table.record_key, candidates,
-                                     validated_at)
+        verdict = self.gate.validate(table.name, table.rules, table.record_key, candidates, validated_at)
         run_id = f"{validated_at:%Y%m%d%H%M%S%f}"
         instants = json.dumps(ends, sort_keys=True)
         self._results.setdefault(table.layer, []).extend(
-            (run_id, table.name, o.rule.name, o.rule.tier, instants, full_refresh, o.success,
-             verdict.rows, o.unexpected_count, json.dumps(o.samples, default=str),
-             validated_at, validated_at.date())
-            for o in verdict.outcomes)
+            (
+                run_id,
+                table.name,
+                o.rule.name,
+                o.rule.tier,
+                instants,
+                full_refresh,
+                o.success,
+                verdict.rows,
+                o.unexpected_count,
+                json.dumps(o.samples, default=str),
+                validated_at,
+                validated_at.date(),
+            )
+            for o in verdict.outcomes
+        )
         if verdict.failures:
             raise rules.QualityGateFailed(
                 "; ".join(f.message(table.name, verdict.rows) for f in verdict.failures)
                 + f". Nothing was committed and the checkpoint of {table.name} did not move: "
-                  f"correct those rows at the source (or the rule in {table.layer}/tables.py) "
-                  f"and run again.")
+                f"correct those rows at the source (or the rule in {table.layer}/tables.py) "
+                f"and run again."
+            )
         return verdict
 
-    def _keep_out(self, table: DerivedTable, candidates: DataFrame, verdict: quality.Verdict,
-                  affected: DataFrame | None, ends: dict[str, str]) -> None:
+    def _keep_out(
+        self,
+        table: DerivedTable,
+        candidates: DataFrame,
+        verdict: quality.Verdict,
+        affected: DataFrame | None,
+        ends: dict[str, str],
+    ) -> None:
         """Brings the quarantine table in line with the verdict for the affected keys (all
         keys on a full refresh): kept-out rows are upserted with their reasons, and rows no
         longer kept out (fixed, or promoted now that a late dimension arrived) leave."""
         keys, quarantine = list(table.record_key), table.quarantine
-        kept_out = (candidates.join(verdict.quarantined, keys)
-                    .withColumn("input_instants", F.lit(json.dumps(ends, sort_keys=True)))
-                    .withColumn("quarantined_at", F.current_timestamp())
-                    .withColumn(DELETED, F.lit(False)))
+        kept_out = (
+            candidates.join(verdict.quarantined, keys)
+            .withColumn("input_instants", F.lit(json.dumps(ends, sort_keys=True)))
+            .withColumn("quarantined_at", F.current_timestamp())
+            .withColumn(DELETED, F.lit(False))
+        )
         if catalog.exists(self.spark, quarantine.path(self.settings)):
             held = snapshot(self.spark, quarantine, self.settings)
             if affected is not None:
@@ -341,64 +417,99 @@ class Runner:
         its columns."""
         current = snapshot(self.spark, table, self.settings)
         if table.partitioning and table.partitioning.column in scope:
-            current = within(current, table, table.partitioning.column,
-                             scope[table.partitioning.column])
+            current = within(current, table, table.partitioning.column, scope[table.partitioning.column])
         return current
 
-    def _reconcile(self, table: DerivedTable, rows_in: DataFrame, produced: DataFrame,
-                   scope: dict[str, list]) -> Reconciliation:
+    def _reconcile(
+        self, table: DerivedTable, rows_in: DataFrame, produced: DataFrame, scope: dict[str, list]
+    ) -> Reconciliation:
         """Counts, from what the table and its quarantine hold after the commit, where each
         input row went; a row the transform produced that is in neither, or in both, fails
         the run."""
         keys = list(table.record_key)
         promoted = self._current(table, scope).select(keys).join(rows_in, keys, "left_semi")
         quarantine = table.quarantine
-        kept = (snapshot(self.spark, quarantine, self.settings).select(*keys, "quarantine_status")
-                if catalog.exists(self.spark, quarantine.path(self.settings))
-                else rows_in.limit(0).withColumn("quarantine_status", F.lit(None).cast("string")))
+        kept = (
+            snapshot(self.spark, quarantine, self.settings).select(*keys, "quarantine_status")
+            if catalog.exists(self.spark, quarantine.path(self.settings))
+            else rows_in.limit(0).withColumn("quarantine_status", F.lit(None).cast("string"))
+        )
         status = F.col("quarantine_status")
-        where = (rows_in.join(promoted.withColumn("promoted", F.lit(True)), keys, "left")
-                 .join(kept, keys, "left")
-                 .join(produced.withColumn("produced", F.lit(True)), keys, "left"))
+        where = (
+            rows_in.join(promoted.withColumn("promoted", F.lit(True)), keys, "left")
+            .join(kept, keys, "left")
+            .join(produced.withColumn("produced", F.lit(True)), keys, "left")
+        )
         total, promoted_rows, quarantined, held_back, both, neither = where.agg(
-            F.count(F.lit(1)), F.count_if(F.col("promoted")),
-            F.count_if(status == rules.QUARANTINED), F.count_if(status == rules.HELD_BACK),
+            F.count(F.lit(1)),
+            F.count_if(F.col("promoted")),
+            F.count_if(status == rules.QUARANTINED),
+            F.count_if(status == rules.HELD_BACK),
             F.count_if(F.col("promoted") & status.isNotNull()),
-            F.count_if(F.col("produced") & F.col("promoted").isNull() & status.isNull())).first()
+            F.count_if(F.col("produced") & F.col("promoted").isNull() & status.isNull()),
+        ).first()
         if both or neither:
             raise IncrementalError(
                 f"{table.name}: reconciliation failed: of {total} input rows, {neither} are "
                 f"neither promoted nor kept out and {both} are both; the commit is in the table, "
-                f"rerun with --full-refresh after fixing the cause")
-        return Reconciliation(total, promoted_rows, quarantined, held_back,
-                              total - promoted_rows - quarantined - held_back)
+                f"rerun with --full-refresh after fixing the cause"
+            )
+        return Reconciliation(
+            total, promoted_rows, quarantined, held_back, total - promoted_rows - quarantined - held_back
+        )
 
-    def _report(self, table: DerivedTable, mode: str, began: float, verdict: quality.Verdict,
-                reconciliation: Reconciliation, **counts) -> RunReport:
-        breaches = tuple(o.message(table.name, verdict.rows) for o in verdict.outcomes
-                         if not o.success)
-        return RunReport(table.name, mode, seconds=time.monotonic() - began,
-                         reconciliation=reconciliation, breaches=breaches, **counts)
+    def _report(
+        self,
+        table: DerivedTable,
+        mode: str,
+        began: float,
+        verdict: quality.Verdict,
+        reconciliation: Reconciliation,
+        **counts,
+    ) -> RunReport:
+        breaches = tuple(o.message(table.name, verdict.rows) for o in verdict.outcomes if not o.success)
+        return RunReport(
+            table.name,
+            mode,
+            seconds=time.monotonic() - began,
+            reconciliation=reconciliation,
+            breaches=breaches,
+            **counts,
+        )
 
-    def _rebuild(self, table: DerivedTable, transform: DataFrame, ends: dict[str, str],
-                 began: float, reason: str) -> RunReport:
+    def _rebuild(
+        self, table: DerivedTable, transform: DataFrame, ends: dict[str, str], began: float, reason: str
+    ) -> RunReport:
         keys = list(table.record_key)
         result = transform.persist()
         try:
             verdict = self._validate(table, result, ends, full_refresh=True)
             self._keep_out(table, result, verdict, None, ends)
             promoted = result.join(verdict.quarantined.select(keys), keys, "left_anti")
-            write(promoted.withColumn(DELETED, F.lit(False)), table, self.settings,
-                  "insert_overwrite_table", ends)
+            write(
+                promoted.withColumn(DELETED, F.lit(False)),
+                table,
+                self.settings,
+                "insert_overwrite_table",
+                ends,
+            )
             reconciliation = self._reconcile(table, result.select(keys), result.select(keys), {})
-            return self._report(table, "full", began, verdict, reconciliation,
-                                upserted=reconciliation.promoted, note=reason)
+            return self._report(
+                table, "full", began, verdict, reconciliation, upserted=reconciliation.promoted, note=reason
+            )
         finally:
             result.unpersist()
 
-    def _increment(self, table: DerivedTable, snapshots: dict[str, DataFrame],
-                   transform: DataFrame, pending: list[Input], consumed: dict[str, str],
-                   ends: dict[str, str], began: float) -> RunReport:
+    def _increment(
+        self,
+        table: DerivedTable,
+        snapshots: dict[str, DataFrame],
+        transform: DataFrame,
+        pending: list[Input],
+        consumed: dict[str, str],
+        ends: dict[str, str],
+        began: float,
+    ) -> RunReport:
         cached: list[DataFrame] = []
 
         def cache(frame: DataFrame) -> DataFrame:
@@ -407,20 +518,30 @@ class Runner:
 
         try:
             changes_read, affected = self._read_changes(table, pending, consumed, ends, cache)
-            return self._upsert_affected(table, snapshots, transform, affected, ends, cache,
-                                         began, changes_read)
+            return self._upsert_affected(
+                table, snapshots, transform, affected, ends, cache, began, changes_read
+            )
         finally:
             for frame in cached:
                 frame.unpersist()
 
-    def _read_changes(self, table: DerivedTable, pending: list[Input], consumed: dict[str, str],
-                      ends: dict[str, str], cache) -> tuple[int, DataFrame]:
+    def _read_changes(
+        self, table: DerivedTable, pending: list[Input], consumed: dict[str, str], ends: dict[str, str], cache
+    ) -> tuple[int, DataFrame]:
         changes_read, affected = 0, []
         for source in pending:
             columns = self.spark.table(source.alias).schema
-            changed = cache(changed_images(self.spark, source.table, self.settings,
-                                           consumed[source.table.name], ends[source.table.name],
-                                           columns, source.reads))
+            changed = cache(
+                changed_images(
+                    self.spark,
+                    source.table,
+                    self.settings,
+                    consumed[source.table.name],
+                    ends[source.table.name],
+                    columns,
+                    source.reads,
+                )
+            )
             try:
                 count = changed.count()
             except Py4JJavaError as error:
@@ -431,7 +552,8 @@ class Runner:
                 raise UnreadableChanges(
                     f"changes of input {source.table.name} in ({consumed[source.table.name]}, "
                     f"{ends[source.table.name]}] are unreadable ({cause}); rebuilt from full "
-                    f"snapshots") from None
+                    f"snapshots"
+                ) from None
             changes_read += count
             found = affected_rows(self.spark, table, source, changed)
             # A query joining other inputs would scan them whole only to join nothing; an
@@ -448,24 +570,42 @@ class Runner:
         if not timed or not catalog.exists(self.spark, quarantine.path(self.settings)):
             return []
         held = snapshot(self.spark, quarantine, self.settings)
-        return [held.where(F.arrays_overlap("quarantine_rules", F.array(*map(F.lit, timed))))
-                .select(*table.affected_columns)]
+        return [
+            held.where(F.arrays_overlap("quarantine_rules", F.array(*map(F.lit, timed)))).select(
+                *table.affected_columns
+            )
+        ]
 
-    def _upsert_affected(self, table: DerivedTable, snapshots: dict[str, DataFrame],
-                         transform: DataFrame, affected: DataFrame, ends: dict[str, str],
-                         cache, began: float, changes_read: int) -> RunReport:
+    def _upsert_affected(
+        self,
+        table: DerivedTable,
+        snapshots: dict[str, DataFrame],
+        transform: DataFrame,
+        affected: DataFrame,
+        ends: dict[str, str],
+        cache,
+        began: float,
+        changes_read: int,
+    ) -> RunReport:
         keys = list(table.record_key)
-        scope = {column: [row[0] for row in affected.select(column).distinct().collect()]
-                 for column in dict.fromkeys(i.prune[1] for i in table.inputs if i.prune)}
-        pruned_views = {i.alias: within(snapshots[i.alias], i.table, i.prune[0], scope[i.prune[1]])
-                        if i.prune else snapshots[i.alias] for i in table.inputs}
+        scope = {
+            column: [row[0] for row in affected.select(column).distinct().collect()]
+            for column in dict.fromkeys(i.prune[1] for i in table.inputs if i.prune)
+        }
+        pruned_views = {
+            i.alias: within(snapshots[i.alias], i.table, i.prune[0], scope[i.prune[1]])
+            if i.prune
+            else snapshots[i.alias]
+            for i in table.inputs
+        }
         recomputed = cache(self._transform(table, pruned_views).join(affected, keys, "left_semi"))
         verdict = self._validate(table, recomputed, ends, full_refresh=False)
         kept_out = verdict.quarantined.select(keys)
         current = self._current(table, scope).join(affected, keys, "left_semi").select(recomputed.columns)
 
-        upserts = (recomputed.join(kept_out, keys, "left_anti").exceptAll(current)
-                   .withColumn(DELETED, F.lit(False)))
+        upserts = (
+            recomputed.join(kept_out, keys, "left_anti").exceptAll(current).withColumn(DELETED, F.lit(False))
+        )
         # A row is missing where the transform no longer produces its key in its partition:
         # gone, or moved to another partition, whose copy the (not global) index cannot see.
         placed = list(dict.fromkeys(keys + ([table.partition_field] if table.partition_field else [])))
@@ -481,8 +621,8 @@ class Runner:
             missing = cache(missing)
             if missing.count():
                 missing = missing.join(
-                    placements(transform.join(missing.select(keys), keys, "left_semi")),
-                    placed, "left_anti")
+                    placements(transform.join(missing.select(keys), keys, "left_semi")), placed, "left_anti"
+                )
         deletes = missing.select(current.columns).unionByName(current.join(kept_out, keys, "left_semi"))
         batch = cache(upserts.unionByName(deletes.withColumn(DELETED, F.lit(True))))
         upserted, deleted = batch.agg(F.count_if(~F.col(DELETED)), F.count_if(F.col(DELETED))).first()
@@ -494,5 +634,13 @@ class Runner:
         # out not to affect this table.
         write(batch, table, self.settings, "upsert", ends)
         reconciliation = self._reconcile(table, rows_in, recomputed.select(keys), scope)
-        return self._report(table, "incremental", began, verdict, reconciliation,
-                            changes_read=changes_read, upserted=upserted, deleted=deleted)
+        return self._report(
+            table,
+            "incremental",
+            began,
+            verdict,
+            reconciliation,
+            changes_read=changes_read,
+            upserted=upserted,
+            deleted=deleted,
+        )

@@ -34,15 +34,30 @@ def project_jar(state_dir: Path) -> Path:
     if jar.exists():
         return jar
     if shutil.which("javac") is None:
-        raise ConfigurationError("the project's Java classes need a Java compiler (`javac`): "
-                                 "run `make install` (it installs openjdk-17-jdk-headless)")
+        raise ConfigurationError(
+            "the project's Java classes need a Java compiler (`javac`): "
+            "run `make install` (it installs openjdk-17-jdk-headless)"
+        )
     with tempfile.TemporaryDirectory() as classes:
         result = subprocess.run(
-            ["javac", "--release", JAVA_RELEASE, "-Xlint:-path", "-d", classes,
-             "-cp", f"{SPARK_JARS}/*", *map(str, sources)], capture_output=True, text=True)
+            [
+                "javac",
+                "--release",
+                JAVA_RELEASE,
+                "-Xlint:-path",
+                "-d",
+                classes,
+                "-cp",
+                f"{SPARK_JARS}/*",
+                *map(str, sources),
+            ],
+            capture_output=True,
+            text=True,
+        )
         if result.returncode != 0:
-            raise ConfigurationError(f"compiling the project's Java classes failed:\n"
-                                     f"{result.stdout}{result.stderr}")
+            raise ConfigurationError(
+                f"compiling the project's Java classes failed:\n{result.stdout}{result.stderr}"
+            )
         jar.parent.mkdir(parents=True, exist_ok=True)
         staged = jar.with_suffix(".partial")
         with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as archive:

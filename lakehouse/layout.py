@@ -38,8 +38,7 @@ def with_partition_field(frame: DataFrame, table: Table) -> DataFrame:
     partitioning = table.partitioning
     if not (partitioning and partitioning.derives_field):
         return frame
-    return frame.withColumn(partitioning.field,
-                            partition_value(partitioning, F.col(partitioning.column)))
+    return frame.withColumn(partitioning.field, partition_value(partitioning, F.col(partitioning.column)))
 
 
 def within(frame: DataFrame, table: Table, column: str, values: list) -> DataFrame:
@@ -52,8 +51,9 @@ def within(frame: DataFrame, table: Table, column: str, values: list) -> DataFra
     kept = frame.where(F.col(column).isin(literals))
     partitioning = table.partitioning
     if partitioning and partitioning.column == column and partitioning.derives_field:
-        kept = kept.where(F.col(partitioning.field).isin(
-            [partition_value(partitioning, literal) for literal in literals]))
+        kept = kept.where(
+            F.col(partitioning.field).isin([partition_value(partitioning, literal) for literal in literals])
+        )
     return kept
 
 
@@ -63,13 +63,20 @@ def snapshot(spark: SparkSession, table: Table, settings: Settings) -> DataFrame
     return frame.select([c for c in frame.columns if not c.startswith("_hoodie_")])
 
 
-def write(frame: DataFrame, table: Table, settings: Settings, operation: str,
-          metadata: dict[str, str] | None = None, path: str | None = None) -> None:
+def write(
+    frame: DataFrame,
+    table: Table,
+    settings: Settings,
+    operation: str,
+    metadata: dict[str, str] | None = None,
+    path: str | None = None,
+) -> None:
     """One Hudi commit of `frame` into `table` (at `path`, when not the table's own), with
     `metadata` added to the commit's (its keys start with `_`, Hudi's prefix for them)."""
     options = hudi_options(table, settings) | {"hoodie.datasource.write.operation": operation}
-    with_partition_field(frame, table).write.format("hudi").options(**options, **(metadata or {})) \
-        .mode("append").save(path or table.path(settings))
+    with_partition_field(frame, table).write.format("hudi").options(**options, **(metadata or {})).mode(
+        "append"
+    ).save(path or table.path(settings))
     if path is None:
         catalog.ensure_registered(frame.sparkSession, settings, table)
 
@@ -108,10 +115,12 @@ def ensure(spark: SparkSession, settings: Settings, table: Table) -> str | None:
             _refuse_savepoints(spark, table, path, found)
             began = time.monotonic()
             rows = _rewrite(spark, settings, table)
-            message = (f"{table.qualified_name}: laid out {found.describe()}, declared "
-                       f"{declared.describe()}; rewrote its {rows:,} rows in the declared "
-                       f"layout ({time.monotonic() - began:.1f} s). Tables that read it rebuild "
-                       f"once.")
+            message = (
+                f"{table.qualified_name}: laid out {found.describe()}, declared "
+                f"{declared.describe()}; rewrote its {rows:,} rows in the declared "
+                f"layout ({time.monotonic() - began:.1f} s). Tables that read it rebuild "
+                f"once."
+            )
     _checked.add(path)
     return message
 
@@ -125,7 +134,8 @@ def _refuse_savepoints(spark: SparkSession, table: Table, path: str, found: Layo
             f"{table.qualified_name} is laid out {found.describe()} and declared "
             f"{table.layout.describe()}, but rewriting it would drop its savepoints "
             f"{', '.join(pinned)}; delete them (`lakehouse savepoint delete "
-            f"{table.qualified_name} --instant <instant>`) or declare the table's old layout")
+            f"{table.qualified_name} --instant <instant>`) or declare the table's old layout"
+        )
 
 
 def _rewrite(spark: SparkSession, settings: Settings, table: Table) -> int:
@@ -141,8 +151,7 @@ def _rewrite(spark: SparkSession, settings: Settings, table: Table) -> int:
     rows = snapshot(spark, table, settings).persist()
     try:
         count = rows.count()
-        write(rows.withColumn(DELETED, F.lit(False)), table, settings, "insert", carried,
-              path=path + STAGED)
+        write(rows.withColumn(DELETED, F.lit(False)), table, settings, "insert", carried, path=path + STAGED)
     finally:
         rows.unpersist()
     storage = _Storage(spark)

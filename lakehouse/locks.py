@@ -26,8 +26,10 @@ def exclusive_writer(settings: Settings, name: str) -> Iterator[None]:
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
-            raise WriterBusy(f"the {name} tables are being written by {holder}; wait for it to "
-                             f"finish or stop it (`make down` stops the continuous pipeline)") from None
+            raise WriterBusy(
+                f"the {name} tables are being written by {holder}; wait for it to "
+                f"finish or stop it (`make down` stops the continuous pipeline)"
+            ) from None
         handle.seek(0)
         handle.truncate()
         handle.write(f"pid {os.getpid()} ({' '.join(os.path.basename(a) for a in sys.argv[:3])})\n")

@@ -15,8 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from lakehouse.rules import (FAIL, HELD_BACK, QUARANTINE, QUARANTINED, Rule,
-                             expectation_parameters)
+from lakehouse.rules import FAIL, HELD_BACK, QUARANTINE, QUARANTINED, Rule, expectation_parameters
 
 SAMPLE_SIZE = 5
 # Validation results GX keeps per table for Data Docs (its store and pages grow by one file
@@ -36,17 +35,23 @@ class Outcome:
 
     def joined(self, other: Outcome) -> Outcome:
         """One outcome of a rule checked by two expectations (its own and the null check)."""
-        return Outcome(self.rule, self.success and other.success,
-                       self.unexpected_count + other.unexpected_count,
-                       (self.samples + other.samples)[:SAMPLE_SIZE],
-                       self.failing_keys + other.failing_keys)
+        return Outcome(
+            self.rule,
+            self.success and other.success,
+            self.unexpected_count + other.unexpected_count,
+            (self.samples + other.samples)[:SAMPLE_SIZE],
+            self.failing_keys + other.failing_keys,
+        )
 
     def message(self, table: str, rows: int) -> str:
         examples = self.failing_keys[:SAMPLE_SIZE] or self.samples
         shown = ", ".join(json.dumps(e, default=str) for e in examples) or "none shown"
-        what = (f"{self.unexpected_count} of {rows} rows, e.g. {shown}" if self.rule.row_level
-                else f"observed {shown}")
-        return f"{table}: rule \"{self.rule.name}\" ({self.rule.tier}) failed for {what}"
+        what = (
+            f"{self.unexpected_count} of {rows} rows, e.g. {shown}"
+            if self.rule.row_level
+            else f"observed {shown}"
+        )
+        return f'{table}: rule "{self.rule.name}" ({self.rule.tier}) failed for {what}'
 
 
 @dataclass(frozen=True)
@@ -70,10 +75,11 @@ def forget_old_runs(quality_dir: Path, name: str, keep: int = DOCS_RUNS_KEPT) ->
     Data Docs pages; run directories are named by their UTC start time, so names sort by age."""
     stored = quality_dir.resolve() / "gx" / "uncommitted" / "validations" / name
     runs = sorted(stored.glob("*/*/"))
-    for run in runs[:max(0, len(runs) - keep)]:
+    for run in runs[: max(0, len(runs) - keep)]:
         shutil.rmtree(run)
-        shutil.rmtree(docs_dir(quality_dir) / "validations" / run.relative_to(stored.parent),
-                      ignore_errors=True)
+        shutil.rmtree(
+            docs_dir(quality_dir) / "validations" / run.relative_to(stored.parent), ignore_errors=True
+        )
 
 
 def _problems(rule: Rule):
@@ -101,8 +107,9 @@ def _in_memory(batch: DataFrame):
     frame = batch.toPandas()
     for f in batch.schema:
         if isinstance(f.dataType, T.IntegralType) and frame[f.name].dtype.kind == "f":
-            frame[f.name] = pandas.Series([None if v != v else int(v) for v in frame[f.name]],
-                                          index=frame.index, dtype=object)
+            frame[f.name] = pandas.Series(
+                [None if v != v else int(v) for v in frame[f.name]], index=frame.index, dtype=object
+            )
     return frame
 
 
@@ -118,8 +125,9 @@ def _plain(value):
 
 def _key_first(row: dict, keys: tuple[str, ...]) -> dict:
     """A failing row as both engines then report it: its key, then the failing value."""
-    return {column: _plain(row[column])
-            for column in (*keys, *(c for c in row if c not in keys)) if column in row}
+    return {
+        column: _plain(row[column]) for column in (*keys, *(c for c in row if c not in keys)) if column in row
+    }
 
 
 class Gate:
@@ -143,15 +151,21 @@ class Gate:
         self.context = gx.get_context(mode="file", project_root_dir=str(quality_dir))
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         self.context.variables.save()
-        site = {"class_name": "SiteBuilder", "show_how_to_buttons": False,
-                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-                "store_backend": {"class_name": "TupleFilesystemStoreBackend",
-                                  "base_directory": str(docs_dir(quality_dir))}}
+        site = {
+            "class_name": "SiteBuilder",
+            "show_how_to_buttons": False,
+            "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            "store_backend": {
+                "class_name": "TupleFilesystemStoreBackend",
+                "base_directory": str(docs_dir(quality_dir)),
+            },
+        }
         sites = self.context.list_data_docs_sites()
         if "local_site" in sites:
             self.context.delete_data_docs_site("local_site")
-        (self.context.update_data_docs_site if self.SITE in sites
-         else self.context.add_data_docs_site)(self.SITE, site)
+        (self.context.update_data_docs_site if self.SITE in sites else self.context.add_data_docs_site)(
+            self.SITE, site
+        )
         self.sources = {
             # persist=False: GX must not cache each batch DataFrame for the life of the session.
             "spark": self.context.data_sources.add_or_update_spark(name="spark", persist=False),
@@ -163,22 +177,37 @@ class Gate:
         if (name, engine) not in self._checkpoints:
             gx = self._gx
             if name not in self._suites:  # one suite for both engines
-                self._suites[name] = self.context.suites.add_or_update(gx.ExpectationSuite(
-                    name=name, expectations=[e for r in rules for e in self._expectations(r)]))
+                self._suites[name] = self.context.suites.add_or_update(
+                    gx.ExpectationSuite(
+                        name=name, expectations=[e for r in rules for e in self._expectations(r)]
+                    )
+                )
             suite = self._suites[name]
-            batches = (self.sources[engine].add_dataframe_asset(name=name)
-                       .add_batch_definition_whole_dataframe("batch"))
+            batches = (
+                self.sources[engine]
+                .add_dataframe_asset(name=name)
+                .add_batch_definition_whole_dataframe("batch")
+            )
             validation = self.context.validation_definitions.add_or_update(
-                gx.ValidationDefinition(name=f"{name} ({engine})", data=batches, suite=suite))
+                gx.ValidationDefinition(name=f"{name} ({engine})", data=batches, suite=suite)
+            )
             from great_expectations.checkpoint import UpdateDataDocsAction
-            self._checkpoints[name, engine] = self.context.checkpoints.add_or_update(gx.Checkpoint(
-                name=f"{name} ({engine})", validation_definitions=[validation],
-                actions=[UpdateDataDocsAction(name="data_docs", site_names=[self.SITE])],
-                # COMPLETE: every failing row's key, which quarantining needs; values are
-                # sampled (partial_unexpected_count) for messages and the results table.
-                result_format={"result_format": "COMPLETE", "partial_unexpected_count": SAMPLE_SIZE,
-                               "unexpected_index_column_names": list(keys),
-                               "return_unexpected_index_query": False}))
+
+            self._checkpoints[name, engine] = self.context.checkpoints.add_or_update(
+                gx.Checkpoint(
+                    name=f"{name} ({engine})",
+                    validation_definitions=[validation],
+                    actions=[UpdateDataDocsAction(name="data_docs", site_names=[self.SITE])],
+                    # COMPLETE: every failing row's key, which quarantining needs; values are
+                    # sampled (partial_unexpected_count) for messages and the results table.
+                    result_format={
+                        "result_format": "COMPLETE",
+                        "partial_unexpected_count": SAMPLE_SIZE,
+                        "unexpected_index_column_names": list(keys),
+                        "return_unexpected_index_query": False,
+                    },
+                )
+            )
         return self._checkpoints[name, engine]
 
     def _expectations(self, rule: Rule) -> list:
@@ -187,26 +216,36 @@ class Gate:
         expectations, meta = self._gx.expectations, {"rule": rule.name, "tier": rule.tier}
         found = [getattr(expectations, rule.expectation)(**dict(rule.arguments), meta=meta)]
         if rule.fails_nulls:
-            found.append(expectations.ExpectColumnValuesToNotBeNull(
-                column=dict(rule.arguments)["column"], meta=meta))
+            found.append(
+                expectations.ExpectColumnValuesToNotBeNull(column=dict(rule.arguments)["column"], meta=meta)
+            )
         return found
 
-    def validate(self, name: str, rules: tuple[Rule, ...], keys: tuple[str, ...],
-                 batch: DataFrame, now: datetime, engine: str | None = None) -> Verdict:
+    def validate(
+        self,
+        name: str,
+        rules: tuple[Rule, ...],
+        keys: tuple[str, ...],
+        batch: DataFrame,
+        now: datetime,
+        engine: str | None = None,
+    ) -> Verdict:
         """`now` is naive UTC, as Spark hands timestamps to Python (lakehouse/spark.py sets
         the zone); `engine` ("spark" or "pandas") overrides the choice by size."""
         missing = sorted({c for r in rules for c in r.columns} - set(batch.columns))
         if missing:
-            raise ValueError(f"{name}: rules name columns {missing} that the table does not have "
-                             f"(its columns: {', '.join(batch.columns)})")
+            raise ValueError(
+                f"{name}: rules name columns {missing} that the table does not have "
+                f"(its columns: {', '.join(batch.columns)})"
+            )
         forget_old_runs(self.quality_dir, name)
-        batch = batch.withColumns({dict(r.arguments)["column"]: _problems(r)
-                                   for r in rules if r.computed})
+        batch = batch.withColumns({dict(r.arguments)["column"]: _problems(r) for r in rules if r.computed})
         rows = batch.count()
         engine = engine or ("pandas" if rows <= self.in_memory_rows else "spark")
         result = self._checkpoint(name, rules, keys, engine).run(
             batch_parameters={"dataframe": _in_memory(batch) if engine == "pandas" else batch},
-            expectation_parameters=expectation_parameters(rules, now))
+            expectation_parameters=expectation_parameters(rules, now),
+        )
         by_name = {r.name: r for r in rules}
         outcomes: dict[str, Outcome] = {}
         for validation in result.run_results.values():
@@ -214,28 +253,47 @@ class Gate:
                 rule = by_name[found.expectation_config.meta["rule"]]
                 info = found.exception_info or {}
                 if info.get("raised_exception"):
-                    raise ValueError(f"{name}: rule \"{rule.name}\" could not be evaluated: "
-                                     f"{info.get('exception_message')}")
+                    raise ValueError(
+                        f'{name}: rule "{rule.name}" could not be evaluated: {info.get("exception_message")}'
+                    )
                 detail = found.result or {}
-                samples = (detail.get("partial_unexpected_list", [])[:SAMPLE_SIZE] if rule.row_level
-                           else [detail.get("observed_value")])
+                samples = (
+                    detail.get("partial_unexpected_list", [])[:SAMPLE_SIZE]
+                    if rule.row_level
+                    else [detail.get("observed_value")]
+                )
                 failing = [_key_first(row, keys) for row in detail.get("unexpected_index_list") or []]
-                outcome = Outcome(rule, bool(found.success), int(detail.get("unexpected_count") or 0),
-                                  [_plain(value) for value in samples], failing)
-                outcomes[rule.name] = (outcomes[rule.name].joined(outcome) if rule.name in outcomes
-                                       else outcome)
+                outcome = Outcome(
+                    rule,
+                    bool(found.success),
+                    int(detail.get("unexpected_count") or 0),
+                    [_plain(value) for value in samples],
+                    failing,
+                )
+                outcomes[rule.name] = (
+                    outcomes[rule.name].joined(outcome) if rule.name in outcomes else outcome
+                )
         judged = [outcomes[r.name] for r in rules]
         return Verdict(rows, judged, self._quarantined(keys, batch.schema, judged))
 
-    def _quarantined(self, keys: tuple[str, ...], schema: T.StructType,
-                     outcomes: list[Outcome]) -> DataFrame:
+    def _quarantined(self, keys: tuple[str, ...], schema: T.StructType, outcomes: list[Outcome]) -> DataFrame:
         key_fields = [schema[k] for k in keys]
-        failing = [(*(row[k] for k in keys), o.rule.name, o.rule.waits_for is not None)
-                   for o in outcomes if not o.success and o.rule.tier == QUARANTINE
-                   for row in o.failing_keys]
-        broken = self.spark.createDataFrame(failing, T.StructType(key_fields + [
-            T.StructField("rule", T.StringType()), T.StructField("waiting", T.BooleanType())]))
+        failing = [
+            (*(row[k] for k in keys), o.rule.name, o.rule.waits_for is not None)
+            for o in outcomes
+            if not o.success and o.rule.tier == QUARANTINE
+            for row in o.failing_keys
+        ]
+        broken = self.spark.createDataFrame(
+            failing,
+            T.StructType(
+                key_fields
+                + [T.StructField("rule", T.StringType()), T.StructField("waiting", T.BooleanType())]
+            ),
+        )
         return broken.groupBy(*keys).agg(
             F.array_sort(F.collect_set("rule")).alias("quarantine_rules"),
-            F.when(F.bool_and("waiting"), F.lit(HELD_BACK)).otherwise(F.lit(QUARANTINED))
-            .alias("quarantine_status"))
+            F.when(F.bool_and("waiting"), F.lit(HELD_BACK))
+            .otherwise(F.lit(QUARANTINED))
+            .alias("quarantine_status"),
+        )

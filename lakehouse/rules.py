@@ -32,8 +32,11 @@ BATCH_EXPECTATIONS = ("ExpectTableRowCountToBeBetween", "ExpectColumnMaxToBeBetw
 # Expectations that judge a column's values and let nulls pass unjudged: a rule built on one
 # also fails a null, unless it declares the column nullable (a null "channel" is not a
 # known channel).
-NULL_BLIND = ("ExpectColumnValuesToBeBetween", "ExpectColumnValuesToBeInSet",
-              "ExpectColumnValuesToMatchRegex")
+NULL_BLIND = (
+    "ExpectColumnValuesToBeBetween",
+    "ExpectColumnValuesToBeInSet",
+    "ExpectColumnValuesToMatchRegex",
+)
 
 
 @dataclass(frozen=True)
@@ -52,8 +55,10 @@ class Rule:
         if self.tier not in TIERS:
             raise ValueError(f"rule {self.name!r}: tier must be one of {TIERS}, got {self.tier!r}")
         if self.tier == QUARANTINE and not self.row_level:
-            raise ValueError(f"rule {self.name!r}: {self.expectation} checks the batch as a "
-                             f"whole, it has no rows to quarantine; use tier warn or fail")
+            raise ValueError(
+                f"rule {self.name!r}: {self.expectation} checks the batch as a "
+                f"whole, it has no rows to quarantine; use tier warn or fail"
+            )
 
     @property
     def row_level(self) -> bool:
@@ -67,8 +72,7 @@ class Rule:
     @property
     def depends_on_clock(self) -> bool:
         """Its verdict on an unchanged row can change as time passes (it reads "now")."""
-        return any(isinstance(value, dict) and "$PARAMETER" in value
-                   for _, value in self.arguments)
+        return any(isinstance(value, dict) and "$PARAMETER" in value for _, value in self.arguments)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -79,8 +83,9 @@ class Rule:
         return tuple(c for c in named if c) + tuple(found.get("column_list", ()))
 
 
-def _rule(name: str, expectation: str, tier: str, waits_for: str | None = None,
-          nullable: bool = False, **arguments) -> Rule:
+def _rule(
+    name: str, expectation: str, tier: str, waits_for: str | None = None, nullable: bool = False, **arguments
+) -> Rule:
     return Rule(name, expectation, tuple(arguments.items()), tier, waits_for, nullable)
 
 
@@ -95,43 +100,93 @@ def unique(columns: tuple[str, ...], tier: str = FAIL) -> Rule:
     return _rule(name, "ExpectCompoundColumnsToBeUnique", tier, column_list=list(columns))
 
 
-def between(column: str, minimum=None, maximum=None, tier: str = QUARANTINE,
-            name: str | None = None, nullable: bool = False) -> Rule:
-    default = " and ".join(text for text in (minimum is not None and f"{column} >= {minimum}",
-                                             maximum is not None and f"{column} <= {maximum}") if text)
-    return _rule(name or default, "ExpectColumnValuesToBeBetween", tier, nullable=nullable,
-                 column=column, min_value=minimum, max_value=maximum)
+def between(
+    column: str,
+    minimum=None,
+    maximum=None,
+    tier: str = QUARANTINE,
+    name: str | None = None,
+    nullable: bool = False,
+) -> Rule:
+    default = " and ".join(
+        text
+        for text in (
+            minimum is not None and f"{column} >= {minimum}",
+            maximum is not None and f"{column} <= {maximum}",
+        )
+        if text
+    )
+    return _rule(
+        name or default,
+        "ExpectColumnValuesToBeBetween",
+        tier,
+        nullable=nullable,
+        column=column,
+        min_value=minimum,
+        max_value=maximum,
+    )
 
 
-def in_set(column: str, values, tier: str = QUARANTINE, name: str | None = None,
-           nullable: bool = False) -> Rule:
-    return _rule(name or f"{column} is known", "ExpectColumnValuesToBeInSet", tier,
-                 nullable=nullable, column=column, value_set=sorted(values))
+def in_set(
+    column: str, values, tier: str = QUARANTINE, name: str | None = None, nullable: bool = False
+) -> Rule:
+    return _rule(
+        name or f"{column} is known",
+        "ExpectColumnValuesToBeInSet",
+        tier,
+        nullable=nullable,
+        column=column,
+        value_set=sorted(values),
+    )
 
 
-def matches(column: str, regex: str, tier: str = QUARANTINE, name: str | None = None,
-            nullable: bool = False) -> Rule:
+def matches(
+    column: str, regex: str, tier: str = QUARANTINE, name: str | None = None, nullable: bool = False
+) -> Rule:
     # Spark's rlike finds the pattern anywhere, so a whole-value rule must be anchored.
     if not (regex.startswith("^") and regex.endswith("$")):
         raise ValueError(f"rule on {column}: anchor the pattern with ^...$, got {regex!r}")
-    return _rule(name or f"{column} is well formed", "ExpectColumnValuesToMatchRegex", tier,
-                 nullable=nullable, column=column, regex=regex)
+    return _rule(
+        name or f"{column} is well formed",
+        "ExpectColumnValuesToMatchRegex",
+        tier,
+        nullable=nullable,
+        column=column,
+        regex=regex,
+    )
 
 
-def satisfies(column: str, check: Callable[[object], str | None], name: str,
-              tier: str = QUARANTINE, nullable: bool = False) -> Rule:
+def satisfies(
+    column: str,
+    check: Callable[[object], str | None],
+    name: str,
+    tier: str = QUARANTINE,
+    nullable: bool = False,
+) -> Rule:
     """A row-level rule that a maintained library, not a GX expectation, knows how to judge
     (an e-mail address): `check` says why a value fails, or None. The gate computes it into
     a column `<column>_problem` beside the batch and validates that with
     ExpectColumnValuesToBeNull, so each failing row is reported with its reason. A null fails
     (`no value`) unless the rule is nullable."""
-    return Rule(name, "ExpectColumnValuesToBeNull", (("column", f"{column}_problem"),), tier,
-                nullable=nullable, computed=(column, check))
+    return Rule(
+        name,
+        "ExpectColumnValuesToBeNull",
+        (("column", f"{column}_problem"),),
+        tier,
+        nullable=nullable,
+        computed=(column, check),
+    )
 
 
 def not_in_future(column: str, tier: str = QUARANTINE, nullable: bool = False) -> Rule:
-    return _rule(f"{column} not in the future", "ExpectColumnValuesToBeBetween", tier,
-                 nullable=nullable, column=column, max_value={"$PARAMETER": "now"})
+    return _rule(
+        f"{column} not in the future",
+        "ExpectColumnValuesToBeBetween",
+        tier,
+        nullable=nullable,
+        column=column,
+        max_value={"$PARAMETER": "now"},
+    )
 
 
 def exists(what: str, column: str, waits_for: str, tier: str = QUARANTINE) -> Rule:
@@ -142,17 +197,27 @@ def exists(what: str, column: str, waits_for: str, tier: str = QUARANTINE) -> Ru
 
 
 def row_count(minimum: int | None = None, maximum: int | None = None, tier: str = WARN) -> Rule:
-    name = ("batch is not empty" if (minimum, maximum) == (1, None)
-            else f"batch has at least {minimum} rows" if maximum is None
-            else f"batch has at most {maximum} rows" if minimum is None
-            else f"batch has {minimum} to {maximum} rows")
+    name = (
+        "batch is not empty"
+        if (minimum, maximum) == (1, None)
+        else f"batch has at least {minimum} rows"
+        if maximum is None
+        else f"batch has at most {maximum} rows"
+        if minimum is None
+        else f"batch has {minimum} to {maximum} rows"
+    )
     return _rule(name, "ExpectTableRowCountToBeBetween", tier, min_value=minimum, max_value=maximum)
 
 
 def fresh(column: str, within: timedelta, tier: str = WARN) -> Rule:
     """The batch's newest `column` is at most `within` old."""
-    return _rule(f"newest {column} at most {_duration(within)} old", "ExpectColumnMaxToBeBetween", tier,
-                 column=column, min_value={"$PARAMETER": f"fresh_since_{within.total_seconds():.0f}"})
+    return _rule(
+        f"newest {column} at most {_duration(within)} old",
+        "ExpectColumnMaxToBeBetween",
+        tier,
+        column=column,
+        min_value={"$PARAMETER": f"fresh_since_{within.total_seconds():.0f}"},
+    )
 
 
 def _duration(span: timedelta) -> str:

@@ -42,8 +42,14 @@ SOURCE_WRITER = PgRole("source_writer", "SOURCE_WRITER_PASSWORD")  # the simulat
 LAKEHOUSE_READER = PgRole("lakehouse_reader", "LAKEHOUSE_READER_PASSWORD")  # schema checks, status
 ERASER = PgRole("eraser", "ERASER_PASSWORD")  # `lakehouse erase`: the personal columns only
 PG_ROLES = (SOURCE_WRITER, LAKEHOUSE_READER, ERASER)
-SECRET_VARIABLES = ("PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD", "MINIO_ROOT_PASSWORD",
-                    "ANALYST_PASSWORD", *(role.password_variable for role in PG_ROLES))
+SECRET_VARIABLES = (
+    "PGPASSWORD",
+    "DEBEZIUM_PASSWORD",
+    "METASTORE_PASSWORD",
+    "MINIO_ROOT_PASSWORD",
+    "ANALYST_PASSWORD",
+    *(role.password_variable for role in PG_ROLES),
+)
 # The Postgres role that owns the Hive metastore's database (infra/metastore.py).
 METASTORE_ROLE = "metastore"
 
@@ -130,28 +136,50 @@ TEXT = Kind("text")
 PATH = Kind("a path", lambda raw: Path(raw).resolve())
 # A local path is made absolute, so that every process finds the same tables whatever folder
 # it starts in.
-LOCATION = Kind("a path, or an `hdfs://` or `s3a://` URI",
-                lambda raw: raw if "://" in raw else str(Path(raw).resolve()))
-SWITCH = Kind("on when one of `1`, `true`, `yes` (any case), else off",
-              lambda raw: raw.lower() in ("1", "true", "yes"))
-PORT = Kind("a TCP port, 1-65535", int, lambda raw: raw.isdigit() and 0 < int(raw) < 65536,
-            "is not a TCP port number (1-65535)")
-POSITIVE = Kind("a whole number, at least 1", int, lambda raw: raw.isdigit() and int(raw) >= 1,
-                "must be a whole number of at least 1")
+LOCATION = Kind(
+    "a path, or an `hdfs://` or `s3a://` URI", lambda raw: raw if "://" in raw else str(Path(raw).resolve())
+)
+SWITCH = Kind(
+    "on when one of `1`, `true`, `yes` (any case), else off", lambda raw: raw.lower() in ("1", "true", "yes")
+)
+PORT = Kind(
+    "a TCP port, 1-65535",
+    int,
+    lambda raw: raw.isdigit() and 0 < int(raw) < 65536,
+    "is not a TCP port number (1-65535)",
+)
+POSITIVE = Kind(
+    "a whole number, at least 1",
+    int,
+    lambda raw: raw.isdigit() and int(raw) >= 1,
+    "must be a whole number of at least 1",
+)
 COUNT = Kind("a whole number, 0 or more", int, str.isdigit, "must be a whole number (0 or more)")
 DATE = Kind("a date, YYYY-MM-DD", str, _is_date, "is not a date (YYYY-MM-DD)")
-CRON = Kind("a cron expression of five fields", str, lambda raw: len(raw.split()) == 5,
-            "must be a cron expression of five fields (minute hour day month weekday), "
-            "e.g. {default!r}")
-HOST_PORT = Kind("host:port", str, lambda raw: ":" in raw and raw.rpartition(":")[2].isdigit(),
-                 "must look like host:port, e.g. {default}")
-HTTP_URL = Kind("http://host:port", lambda raw: raw.rstrip("/"),
-                lambda raw: raw.startswith("http") and raw.rstrip("/").rsplit(":", 1)[-1].isdigit(),
-                "must look like http://host:port")
-OS_ACCOUNT = Kind("an OS account other than root", str,
-                  lambda raw: raw != "root" and bool(re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", raw)),
-                  "must name an OS account other than root "
-                  "(lower-case letters, digits, '_' and '-')")
+CRON = Kind(
+    "a cron expression of five fields",
+    str,
+    lambda raw: len(raw.split()) == 5,
+    "must be a cron expression of five fields (minute hour day month weekday), e.g. {default!r}",
+)
+HOST_PORT = Kind(
+    "host:port",
+    str,
+    lambda raw: ":" in raw and raw.rpartition(":")[2].isdigit(),
+    "must look like host:port, e.g. {default}",
+)
+HTTP_URL = Kind(
+    "http://host:port",
+    lambda raw: raw.rstrip("/"),
+    lambda raw: raw.startswith("http") and raw.rstrip("/").rsplit(":", 1)[-1].isdigit(),
+    "must look like http://host:port",
+)
+OS_ACCOUNT = Kind(
+    "an OS account other than root",
+    str,
+    lambda raw: raw != "root" and bool(re.fullmatch(r"[a-z_][a-z0-9_-]{0,31}", raw)),
+    "must name an OS account other than root (lower-case letters, digits, '_' and '-')",
+)
 
 
 def render(value: Any) -> str:
@@ -196,105 +224,242 @@ def setting(variable: str, default: Any, kind: Kind, doc: str) -> Any:
 @dataclass(frozen=True, kw_only=True)
 class Settings:
     # `load()` reads them in this order, so a derived default comes after what it names.
-    state_dir: Path = setting("LAKEHOUSE_STATE_DIR", Path(".lake"), PATH,
+    state_dir: Path = setting(
+        "LAKEHOUSE_STATE_DIR",
+        Path(".lake"),
+        PATH,
         "What the demo makes and keeps (jars, services' data, logs, by default the warehouse); "
-        "another folder keeps two checkouts' demos apart.")
-    pg_host: str = setting("PGHOST", "localhost", TEXT,
-        "Where Postgres runs, holding the shop's source database and the metastore's.")
-    pg_port: int = setting("PGPORT", 5432, PORT,
-        "Postgres's port; another one when 5432 is taken on this machine.")
-    pg_user: str = setting("PGUSER", "retailmax", TEXT,
-        "The Postgres role that sets up the schema, the other roles and the metastore's database.")
-    pg_database: str = setting("PGDATABASE", "retailmax", TEXT,
-        "The shop's database, whose tables Debezium captures into Kafka.")
-    kafka_bootstrap: str = setting("KAFKA_BOOTSTRAP_SERVERS", "localhost:9092", HOST_PORT,
-        "The Kafka broker Debezium and the simulator write to and Bronze reads.")
-    connect_url: str = setting("CONNECT_URL", "http://localhost:8083", HTTP_URL,
-        "Kafka Connect's REST API, where the Debezium connector is registered.")
-    warehouse: str = setting("LAKEHOUSE_WAREHOUSE", "${LAKEHOUSE_STATE_DIR}/warehouse", LOCATION,
-        "Where the tables live: a local folder, or the HDFS or S3 storage a cluster shares.")
-    checkpoints: str = setting("LAKEHOUSE_CHECKPOINTS", "${LAKEHOUSE_WAREHOUSE}/_checkpoints", TEXT,
+        "another folder keeps two checkouts' demos apart.",
+    )
+    pg_host: str = setting(
+        "PGHOST",
+        "localhost",
+        TEXT,
+        "Where Postgres runs, holding the shop's source database and the metastore's.",
+    )
+    pg_port: int = setting(
+        "PGPORT", 5432, PORT, "Postgres's port; another one when 5432 is taken on this machine."
+    )
+    pg_user: str = setting(
+        "PGUSER",
+        "retailmax",
+        TEXT,
+        "The Postgres role that sets up the schema, the other roles and the metastore's database.",
+    )
+    pg_database: str = setting(
+        "PGDATABASE", "retailmax", TEXT, "The shop's database, whose tables Debezium captures into Kafka."
+    )
+    kafka_bootstrap: str = setting(
+        "KAFKA_BOOTSTRAP_SERVERS",
+        "localhost:9092",
+        HOST_PORT,
+        "The Kafka broker Debezium and the simulator write to and Bronze reads.",
+    )
+    connect_url: str = setting(
+        "CONNECT_URL",
+        "http://localhost:8083",
+        HTTP_URL,
+        "Kafka Connect's REST API, where the Debezium connector is registered.",
+    )
+    warehouse: str = setting(
+        "LAKEHOUSE_WAREHOUSE",
+        "${LAKEHOUSE_STATE_DIR}/warehouse",
+        LOCATION,
+        "Where the tables live: a local folder, or the HDFS or S3 storage a cluster shares.",
+    )
+    checkpoints: str = setting(
+        "LAKEHOUSE_CHECKPOINTS",
+        "${LAKEHOUSE_WAREHOUSE}/_checkpoints",
+        TEXT,
         "Bronze's stream checkpoints, and their copies at savepoints; beside the tables, so a "
-        "cluster shares them.")
-    quality_dir: Path = setting("LAKEHOUSE_QUALITY_DIR", "${LAKEHOUSE_STATE_DIR}/quality", PATH,
-        "The Great Expectations project (suites, stored results) and its Data Docs site.")
-    docs_port: int = setting("QUALITY_DOCS_PORT", 8085, PORT,
-        "The port `lakehouse docs` serves the Data Docs site on.")
-    dashboard_port: int = setting("DASHBOARD_PORT", 8501, PORT,
-        "The port the dashboard serves on.")
-    metrics_port: int = setting("METRICS_PORT", 9108, PORT,
-        "The port of the Prometheus metrics, on /metrics (`lakehouse metrics`).")
-    dashboard_refresh_seconds: int = setting("DASHBOARD_REFRESH_SECONDS", 10, POSITIVE,
-        "How often the dashboard reloads its figures; longer spares a busy machine.")
-    scheduler_port: int = setting("SCHEDULER_PORT", 3000, PORT,
-        "The port of the scheduler's web UI (Dagster, `make scheduler`).")
-    schedule_cron: str = setting("SCHEDULE_CRON", "0 * * * *", CRON,
-        "When the scheduled mode runs every table, in UTC: hourly by default.")
-    maintenance_cron: str = setting("MAINTENANCE_CRON", "30 3 * * *", CRON,
-        "When the scheduled mode runs the table services (`lakehouse maintain`), in UTC.")
-    scheduler_retries: int = setting("SCHEDULER_RETRIES", 3, COUNT,
+        "cluster shares them.",
+    )
+    quality_dir: Path = setting(
+        "LAKEHOUSE_QUALITY_DIR",
+        "${LAKEHOUSE_STATE_DIR}/quality",
+        PATH,
+        "The Great Expectations project (suites, stored results) and its Data Docs site.",
+    )
+    docs_port: int = setting(
+        "QUALITY_DOCS_PORT", 8085, PORT, "The port `lakehouse docs` serves the Data Docs site on."
+    )
+    dashboard_port: int = setting("DASHBOARD_PORT", 8501, PORT, "The port the dashboard serves on.")
+    metrics_port: int = setting(
+        "METRICS_PORT", 9108, PORT, "The port of the Prometheus metrics, on /metrics (`lakehouse metrics`)."
+    )
+    dashboard_refresh_seconds: int = setting(
+        "DASHBOARD_REFRESH_SECONDS",
+        10,
+        POSITIVE,
+        "How often the dashboard reloads its figures; longer spares a busy machine.",
+    )
+    scheduler_port: int = setting(
+        "SCHEDULER_PORT", 3000, PORT, "The port of the scheduler's web UI (Dagster, `make scheduler`)."
+    )
+    schedule_cron: str = setting(
+        "SCHEDULE_CRON",
+        "0 * * * *",
+        CRON,
+        "When the scheduled mode runs every table, in UTC: hourly by default.",
+    )
+    maintenance_cron: str = setting(
+        "MAINTENANCE_CRON",
+        "30 3 * * *",
+        CRON,
+        "When the scheduled mode runs the table services (`lakehouse maintain`), in UTC.",
+    )
+    scheduler_retries: int = setting(
+        "SCHEDULER_RETRIES",
+        3,
+        COUNT,
         "How often the scheduler retries a run that failed for a passing reason (a service "
-        "restarting, a writer busy).")
-    scheduler_retry_delay_seconds: int = setting("SCHEDULER_RETRY_DELAY_SECONDS", 30, POSITIVE,
-        "How long the scheduler waits before each such retry.")
-    scheduled_freshness_minutes: int = setting("SCHEDULED_FRESHNESS_MINUTES", 120, POSITIVE,
-        "How old a Gold table without a declared `fresh_within` may get in the scheduled mode.")
-    quality_in_memory_rows: int = setting("QUALITY_IN_MEMORY_ROWS", 100_000, POSITIVE,
+        "restarting, a writer busy).",
+    )
+    scheduler_retry_delay_seconds: int = setting(
+        "SCHEDULER_RETRY_DELAY_SECONDS", 30, POSITIVE, "How long the scheduler waits before each such retry."
+    )
+    scheduled_freshness_minutes: int = setting(
+        "SCHEDULED_FRESHNESS_MINUTES",
+        120,
+        POSITIVE,
+        "How old a Gold table without a declared `fresh_within` may get in the scheduled mode.",
+    )
+    quality_in_memory_rows: int = setting(
+        "QUALITY_IN_MEMORY_ROWS",
+        100_000,
+        POSITIVE,
         "Batches up to this many rows are validated in memory (GX's pandas engine), larger ones "
-        "by its Spark engine; lower it when the driver is short of memory.")
-    shuffle_partitions: int = setting("SPARK_SHUFFLE_PARTITIONS", 4, POSITIVE,
-        "Spark's shuffle partitions and Hudi's write parallelism: two or three per core.")
-    driver_memory: str = setting("SPARK_DRIVER_MEMORY", "4g", TEXT,
-        "The heap of a command's Spark driver, which in local mode runs the whole job.")
-    spark_ui: bool = setting("SPARK_UI", True, SWITCH,
-        "Whether Spark applications serve their web UI (4040 on); tests turn it off.")
-    bronze_trigger_seconds: int = setting("BRONZE_TRIGGER_SECONDS", 10, POSITIVE,
-        "How often streaming Bronze commits what Kafka brought: shorter is fresher, more commits.")
-    bronze_max_offsets_per_batch: int = setting("BRONZE_MAX_OFFSETS_PER_BATCH", 200_000, POSITIVE,
-        "The most Kafka messages one Bronze batch reads, so a backlog drains in batches that fit.")
-    bronze_earliest_plausible: str = setting("BRONZE_EARLIEST_PLAUSIBLE", "2000-01-01", DATE,
-        "Bronze quarantines a change dated earlier as implausible.")
-    bronze_max_ahead_seconds: int = setting("BRONZE_MAX_AHEAD_SECONDS", 24 * 3600, POSITIVE,
-        "Bronze quarantines a change dated further ahead of now than this; clocks drift a little.")
-    compact_every_delta_commits: int = setting("HUDI_COMPACT_EVERY_DELTA_COMMITS", 10, POSITIVE,
+        "by its Spark engine; lower it when the driver is short of memory.",
+    )
+    shuffle_partitions: int = setting(
+        "SPARK_SHUFFLE_PARTITIONS",
+        4,
+        POSITIVE,
+        "Spark's shuffle partitions and Hudi's write parallelism: two or three per core.",
+    )
+    driver_memory: str = setting(
+        "SPARK_DRIVER_MEMORY",
+        "4g",
+        TEXT,
+        "The heap of a command's Spark driver, which in local mode runs the whole job.",
+    )
+    spark_ui: bool = setting(
+        "SPARK_UI",
+        True,
+        SWITCH,
+        "Whether Spark applications serve their web UI (4040 on); tests turn it off.",
+    )
+    bronze_trigger_seconds: int = setting(
+        "BRONZE_TRIGGER_SECONDS",
+        10,
+        POSITIVE,
+        "How often streaming Bronze commits what Kafka brought: shorter is fresher, more commits.",
+    )
+    bronze_max_offsets_per_batch: int = setting(
+        "BRONZE_MAX_OFFSETS_PER_BATCH",
+        200_000,
+        POSITIVE,
+        "The most Kafka messages one Bronze batch reads, so a backlog drains in batches that fit.",
+    )
+    bronze_earliest_plausible: str = setting(
+        "BRONZE_EARLIEST_PLAUSIBLE",
+        "2000-01-01",
+        DATE,
+        "Bronze quarantines a change dated earlier as implausible.",
+    )
+    bronze_max_ahead_seconds: int = setting(
+        "BRONZE_MAX_AHEAD_SECONDS",
+        24 * 3600,
+        POSITIVE,
+        "Bronze quarantines a change dated further ahead of now than this; clocks drift a little.",
+    )
+    compact_every_delta_commits: int = setting(
+        "HUDI_COMPACT_EVERY_DELTA_COMMITS",
+        10,
+        POSITIVE,
         "Bronze's merge-on-read tables compact their log files every this many commits: fewer "
-        "makes reads faster, more makes writes faster.")
-    commits_retained: int = setting("HUDI_COMMITS_RETAINED", 50, POSITIVE,
-        "Commits the cleaner keeps per table: how far back time travel and incremental reads go.")
-    metastore_database: str = setting("METASTORE_DATABASE", "metastore", TEXT,
+        "makes reads faster, more makes writes faster.",
+    )
+    commits_retained: int = setting(
+        "HUDI_COMMITS_RETAINED",
+        50,
+        POSITIVE,
+        "Commits the cleaner keeps per table: how far back time travel and incremental reads go.",
+    )
+    metastore_database: str = setting(
+        "METASTORE_DATABASE",
+        "metastore",
+        TEXT,
         "The Postgres database of the shared Hive metastore; empty keeps the catalog in the "
-        "Spark process (unit tests without services only).")
-    thrift_port: int = setting("THRIFT_PORT", 10000, PORT,
-        "The JDBC/ODBC server's port.")
-    thrift_bind_host: str = setting("THRIFT_BIND_HOST", "localhost", TEXT,
-        "Where the JDBC server listens: another address only behind a firewall.")
-    thrift_memory: str = setting("THRIFT_DRIVER_MEMORY", "2g", TEXT,
-        "The JDBC server's heap, where the analysts' queries run.")
-    thrift_os_user: str = setting("THRIFT_OS_USER", "retailmax-jdbc", OS_ACCOUNT,
+        "Spark process (unit tests without services only).",
+    )
+    thrift_port: int = setting("THRIFT_PORT", 10000, PORT, "The JDBC/ODBC server's port.")
+    thrift_bind_host: str = setting(
+        "THRIFT_BIND_HOST",
+        "localhost",
+        TEXT,
+        "Where the JDBC server listens: another address only behind a firewall.",
+    )
+    thrift_memory: str = setting(
+        "THRIFT_DRIVER_MEMORY", "2g", TEXT, "The JDBC server's heap, where the analysts' queries run."
+    )
+    thrift_os_user: str = setting(
+        "THRIFT_OS_USER",
+        "retailmax-jdbc",
+        OS_ACCOUNT,
         "The OS account the JDBC server runs as when root starts the services (created on its "
-        "first start): it can read the warehouse and nothing the project keeps secret.")
-    analyst_user: str = setting("ANALYST_USER", "analyst", TEXT,
-        "The JDBC server's one account; its password is ANALYST_PASSWORD.")
-    spark_master_port: int = setting("SPARK_MASTER_PORT", 7077, PORT,
-        "The port of the Spark standalone master `make cluster` starts.")
-    spark_workers: int = setting("SPARK_WORKERS", 2, POSITIVE,
-        "The workers `make cluster` starts, each running one executor of each application.")
-    spark_worker_cores: int = setting("SPARK_WORKER_CORES", 1, POSITIVE,
-        "The cores each worker of `make cluster` offers.")
-    spark_worker_memory: str = setting("SPARK_WORKER_MEMORY", "2g", TEXT,
-        "The memory each worker of `make cluster` offers: an executor's heap and overhead.")
-    spark_executor_memory: str = setting("SPARK_EXECUTOR_MEMORY", "1536m", TEXT,
-        "The heap of each executor on a cluster.")
-    spark_cores_max: int = setting("SPARK_CORES_MAX", 0, COUNT,
+        "first start): it can read the warehouse and nothing the project keeps secret.",
+    )
+    analyst_user: str = setting(
+        "ANALYST_USER", "analyst", TEXT, "The JDBC server's one account; its password is ANALYST_PASSWORD."
+    )
+    spark_master_port: int = setting(
+        "SPARK_MASTER_PORT", 7077, PORT, "The port of the Spark standalone master `make cluster` starts."
+    )
+    spark_workers: int = setting(
+        "SPARK_WORKERS",
+        2,
+        POSITIVE,
+        "The workers `make cluster` starts, each running one executor of each application.",
+    )
+    spark_worker_cores: int = setting(
+        "SPARK_WORKER_CORES", 1, POSITIVE, "The cores each worker of `make cluster` offers."
+    )
+    spark_worker_memory: str = setting(
+        "SPARK_WORKER_MEMORY",
+        "2g",
+        TEXT,
+        "The memory each worker of `make cluster` offers: an executor's heap and overhead.",
+    )
+    spark_executor_memory: str = setting(
+        "SPARK_EXECUTOR_MEMORY", "1536m", TEXT, "The heap of each executor on a cluster."
+    )
+    spark_cores_max: int = setting(
+        "SPARK_CORES_MAX",
+        0,
+        COUNT,
         "The cores one application may take on a standalone cluster (0: all it can get); "
-        "`lakehouse run --continuous` is two applications, so it needs a share each.")
-    hdfs_namenode_port: int = setting("HDFS_NAMENODE_PORT", 9820, PORT,
-        "The port of the HDFS namenode `make cluster` starts, for an hdfs:// warehouse.")
-    s3_endpoint: str = setting("S3_ENDPOINT", "", TEXT,
+        "`lakehouse run --continuous` is two applications, so it needs a share each.",
+    )
+    hdfs_namenode_port: int = setting(
+        "HDFS_NAMENODE_PORT",
+        9820,
+        PORT,
+        "The port of the HDFS namenode `make cluster` starts, for an hdfs:// warehouse.",
+    )
+    s3_endpoint: str = setting(
+        "S3_ENDPOINT",
+        "",
+        TEXT,
         "An S3-compatible store other than AWS (MinIO in docker-compose.yml) for an s3a:// "
-        "warehouse; empty for AWS itself, whose credentials come from its usual chain.")
-    s3_access_key: str = setting("S3_ACCESS_KEY", "retailmax", TEXT,
-        "The S3-compatible store's access key, MinIO's root user; the secret: MINIO_ROOT_PASSWORD.")
+        "warehouse; empty for AWS itself, whose credentials come from its usual chain.",
+    )
+    s3_access_key: str = setting(
+        "S3_ACCESS_KEY",
+        "retailmax",
+        TEXT,
+        "The S3-compatible store's access key, MinIO's root user; the secret: MINIO_ROOT_PASSWORD.",
+    )
 
     @property
     def pg_password(self) -> str:

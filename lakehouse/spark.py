@@ -58,12 +58,14 @@ def storage_config(settings: Settings) -> dict[str, str]:
         config["spark.hadoop.dfs.client.block.write.locateFollowingBlock.initial.delay.ms"] = "10"
     if settings.s3_endpoint:
         settings.s3_secret_key  # noqa: B018 - fails here, naming the variable, when it is not set
-        config |= {"spark.hadoop.fs.s3a.endpoint": settings.s3_endpoint,
-                   "spark.hadoop.fs.s3a.path.style.access": "true",
-                   "spark.hadoop.fs.s3a.access.key": settings.s3_access_key,
-                   # Resolved from the environment, as the metastore's password (below),
-                   # on executors from the worker's, which the workers are started with.
-                   "spark.hadoop.fs.s3a.secret.key": "${env.MINIO_ROOT_PASSWORD}"}
+        config |= {
+            "spark.hadoop.fs.s3a.endpoint": settings.s3_endpoint,
+            "spark.hadoop.fs.s3a.path.style.access": "true",
+            "spark.hadoop.fs.s3a.access.key": settings.s3_access_key,
+            # Resolved from the environment, as the metastore's password (below),
+            # on executors from the worker's, which the workers are started with.
+            "spark.hadoop.fs.s3a.secret.key": "${env.MINIO_ROOT_PASSWORD}",
+        }
     return config
 
 
@@ -118,8 +120,10 @@ def catalog_config(settings: Settings) -> dict[str, str]:
     """The shared Hive metastore in Postgres (infra/metastore.py), or, without one, a catalog
     that lives and dies with the process."""
     if not settings.metastore_database:
-        return {"spark.sql.catalogImplementation": "in-memory",
-                "spark.sql.warehouse.dir": str(settings.state_dir / "spark-warehouse")}
+        return {
+            "spark.sql.catalogImplementation": "in-memory",
+            "spark.sql.warehouse.dir": str(settings.state_dir / "spark-warehouse"),
+        }
     return {
         "spark.sql.catalogImplementation": "hive",
         "spark.sql.warehouse.dir": settings.warehouse,
@@ -140,16 +144,18 @@ def catalog_config(settings: Settings) -> dict[str, str]:
 # A driver on this machine. Nothing beyond it talks to the driver: its RPC and block manager
 # listen on loopback, and so does its UI, which reads SPARK_LOCAL_IP (set by whoever starts
 # the JVM), not the configuration.
-LOCAL_DRIVER = {"spark.master": "local[*]", "spark.driver.bindAddress": LOOPBACK,
-                "spark.driver.host": LOOPBACK}
+LOCAL_DRIVER = {
+    "spark.master": "local[*]",
+    "spark.driver.bindAddress": LOOPBACK,
+    "spark.driver.host": LOOPBACK,
+}
 
 
 def installed_jar(coordinates: str, settings: Settings) -> Path:
     """A jar `make install` put under the state directory (infra/native/jars.py)."""
     jar = artifacts.jar_file(coordinates, settings.state_dir)
     if not jar.exists():
-        raise ConfigurationError(f"{coordinates} is not installed ({jar} is missing): run "
-                                 f"`make install`")
+        raise ConfigurationError(f"{coordinates} is not installed ({jar} is missing): run `make install`")
     return jar
 
 
@@ -158,24 +164,32 @@ def require_catalog(settings: Settings) -> None:
     The setup (`make services`, infra/metastore.py) makes it, as the Postgres owner; a Spark
     process only checks, so that a missing catalog is named before Hive's client fails."""
     try:
-        with psycopg.connect(host=settings.pg_host, port=settings.pg_port,
-                             dbname=settings.metastore_database, user=METASTORE_ROLE,
-                             password=settings.metastore_password, connect_timeout=5) as conn:
+        with psycopg.connect(
+            host=settings.pg_host,
+            port=settings.pg_port,
+            dbname=settings.metastore_database,
+            user=METASTORE_ROLE,
+            password=settings.metastore_password,
+            connect_timeout=5,
+        ) as conn:
             ready = conn.execute("SELECT to_regclass('public.\"DBS\"')").fetchone()[0]
     except psycopg.OperationalError as error:
         reason = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
         raise CatalogUnavailable(
             f"The shared catalog (Hive metastore), database {settings.metastore_database} in "
             f"Postgres at {settings.pg_host}:{settings.pg_port}, cannot be reached ({reason}): "
-            f"start the services (`make services`), which create it.") from None
+            f"start the services (`make services`), which create it."
+        ) from None
     if not ready:
         raise CatalogUnavailable(
             f"The shared catalog's database {settings.metastore_database} has no tables yet: "
-            f"start the services (`make services`), which create them.")
+            f"start the services (`make services`), which create them."
+        )
 
 
-def session(settings: Settings, app_name: str = "retailmax",
-            extra_config: dict[str, str] | None = None) -> SparkSession:
+def session(
+    settings: Settings, app_name: str = "retailmax", extra_config: dict[str, str] | None = None
+) -> SparkSession:
     # PySpark turns naive Python datetimes into timestamps (and back, on collect) in the
     # process's time zone; with the process on UTC they mean what Spark's UTC session means,
     # whatever the host is set to (quality rules compare columns with "now").

@@ -31,6 +31,8 @@ LAYERS = ("bronze", "silver", "gold")
 def table_path(warehouse: str, layer: str, name: str) -> str:
     """Where every table lives: `<warehouse>/<layer>/<table>`, on any file system."""
     return f"{warehouse.rstrip('/')}/{layer}/{name}"
+
+
 TABLE_TYPES = ("MERGE_ON_READ", "COPY_ON_WRITE")
 # Every commit records the layout its files were written in (lakehouse/layout.py), under a
 # key Hudi copies into the commit's metadata (its prefix is Hudi's default, `_`).
@@ -65,15 +67,17 @@ class Partitioning:
 
     def __post_init__(self):
         if self.by not in GRANULARITIES:
-            raise ValueError(f"partitioning by {self.column}: `by` must be one of "
-                             f"{GRANULARITIES}, got {self.by!r}")
+            raise ValueError(
+                f"partitioning by {self.column}: `by` must be one of {GRANULARITIES}, got {self.by!r}"
+            )
 
     @property
     def field(self) -> str:
         """The column Hudi partitions by: "" when unpartitioned, `column` by day, or the
         column derived from it (its month, or its copy)."""
-        return {"none": "", "month": f"{self.column}_month",
-                "value": f"{self.column}_value"}.get(self.by, self.column)
+        return {"none": "", "month": f"{self.column}_month", "value": f"{self.column}_value"}.get(
+            self.by, self.column
+        )
 
     @property
     def derives_field(self) -> bool:
@@ -91,8 +95,7 @@ class Layout:
     buckets: int = 1
 
     def describe(self) -> str:
-        partitions = (f"partitioned by {self.partition_field}" if self.partition_field
-                      else "unpartitioned")
+        partitions = f"partitioned by {self.partition_field}" if self.partition_field else "unpartitioned"
         if self.index != "bucket":
             return f"{partitions}, {self.index} index"
         return f"{partitions}, {self.buckets} bucket{'s' if self.buckets > 1 else ''}"
@@ -124,8 +127,9 @@ class Table:
         if self.layer not in LAYERS:
             raise ValueError(f"table {self.name}: layer must be one of {LAYERS}, got {self.layer!r}")
         if self.table_type not in TABLE_TYPES:
-            raise ValueError(f"table {self.name}: table_type must be one of {TABLE_TYPES}, "
-                             f"got {self.table_type!r}")
+            raise ValueError(
+                f"table {self.name}: table_type must be one of {TABLE_TYPES}, got {self.table_type!r}"
+            )
         if not self.record_key or not self.ordering:
             raise ValueError(f"table {self.name}: record_key and ordering must not be empty")
         if self.buckets < 1:
@@ -206,8 +210,10 @@ class DerivedTable(Table):
             raise ValueError(f"table {self.name}: input aliases {aliases} must be distinct")
         unreadable = [i.table.name for i in self.inputs if not i.table.change_log]
         if unreadable:
-            raise ValueError(f"table {self.name}: inputs {unreadable} need change_log=True, "
-                             f"their change log is what incremental runs read")
+            raise ValueError(
+                f"table {self.name}: inputs {unreadable} need change_log=True, "
+                f"their change log is what incremental runs read"
+            )
         if not self.transform_path.is_file():
             raise ValueError(f"table {self.name}: transform {self.transform_path} does not exist")
         names = [r.name for r in self.rules]
@@ -215,8 +221,10 @@ class DerivedTable(Table):
             raise ValueError(f"table {self.name}: rule names {names} must be distinct")
         aliases_waited_for = {r.waits_for for r in self.rules if r.waits_for}
         if not aliases_waited_for <= set(aliases):
-            raise ValueError(f"table {self.name}: rules wait for {sorted(aliases_waited_for)}, "
-                             f"which must be input aliases ({aliases})")
+            raise ValueError(
+                f"table {self.name}: rules wait for {sorted(aliases_waited_for)}, "
+                f"which must be input aliases ({aliases})"
+            )
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -227,10 +235,15 @@ class DerivedTable(Table):
         """Rows kept out by a quarantine-tier rule: the row as the transform made it, the
         rules it broke, whether it is held back or quarantined, and when and from which
         input instants it was kept out. A row leaves when a later run promotes it."""
-        return Table(name=f"{self.name}_quarantine", layer=self.layer, table_type="COPY_ON_WRITE",
-                     record_key=self.record_key, ordering=("quarantined_at",),
-                     merge_mode="COMMIT_TIME_ORDERING",
-                     description=f"Rows of {self.name} its quality rules kept out, with the reason.")
+        return Table(
+            name=f"{self.name}_quarantine",
+            layer=self.layer,
+            table_type="COPY_ON_WRITE",
+            record_key=self.record_key,
+            ordering=("quarantined_at",),
+            merge_mode="COMMIT_TIME_ORDERING",
+            description=f"Rows of {self.name} its quality rules kept out, with the reason.",
+        )
 
     @property
     def affected_columns(self) -> tuple[str, ...]:
@@ -257,12 +270,18 @@ class DerivedTable(Table):
 
 def quality_results_table(layer: str) -> Table:
     """Every validation of a promotion into `layer`: one row per rule and run."""
-    return Table(name=f"hudi_quality_results_{layer}", layer=layer, table_type="COPY_ON_WRITE",
-                 record_key=("run_id", "table_name", "rule"), ordering=("validated_at",),
-                 partitioning=Partitioning("validated_date", by="month"), merge_mode="COMMIT_TIME_ORDERING",
-                 description=f"Quality rule results of every batch promoted into {layer}: "
-                             f"table, input instants, rule, tier, success, unexpected count, "
-                             f"sample values.")
+    return Table(
+        name=f"hudi_quality_results_{layer}",
+        layer=layer,
+        table_type="COPY_ON_WRITE",
+        record_key=("run_id", "table_name", "rule"),
+        ordering=("validated_at",),
+        partitioning=Partitioning("validated_date", by="month"),
+        merge_mode="COMMIT_TIME_ORDERING",
+        description=f"Quality rule results of every batch promoted into {layer}: "
+        f"table, input instants, rule, tier, success, unexpected count, "
+        f"sample values.",
+    )
 
 
 def _key_generator(table: Table) -> str:
@@ -275,9 +294,18 @@ def _parallelism(tasks: int) -> dict[str, str]:
     """Hudi sizes many steps of a commit by fixed defaults of 60 to 200 tasks, made for
     clusters; on a small machine each mostly-empty task costs more than its work, so every
     step gets the same task count as Spark's shuffles."""
-    keys = ("upsert.shuffle", "insert.shuffle", "delete.shuffle", "global.index.reconcile",
-            "file.listing", "finalize.write", "clean", "rollback", "markers.delete",
-            "archive.delete")
+    keys = (
+        "upsert.shuffle",
+        "insert.shuffle",
+        "delete.shuffle",
+        "global.index.reconcile",
+        "file.listing",
+        "finalize.write",
+        "clean",
+        "rollback",
+        "markers.delete",
+        "archive.delete",
+    )
     return {f"hoodie.{key}.parallelism": str(tasks) for key in keys}
 
 

@@ -47,8 +47,11 @@ class Timeline:
         `earliest` when nothing older has been cleaned. The range never holds a commit the
         cleaner may have passed; with one writer per table, commits complete in the order
         they start, so it misses no retained one either."""
-        older = [completed for requested, completed in self.commits
-                 if self.earliest_retained and requested < self.earliest_retained]
+        older = [
+            completed
+            for requested, completed in self.commits
+            if self.earliest_retained and requested < self.earliest_retained
+        ]
         return max(older, default="earliest")
 
     def can_read_after(self, completion_time: str) -> bool:
@@ -66,9 +69,14 @@ class Timeline:
 def active_timeline(spark: SparkSession, path: str):
     jvm = spark.sparkContext._jvm
     storage = jvm.org.apache.hudi.storage.hadoop.HadoopStorageConfiguration(
-        spark.sparkContext._jsc.hadoopConfiguration())
-    client = (jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
-              .setConf(storage).setBasePath(path).build())
+        spark.sparkContext._jsc.hadoopConfiguration()
+    )
+    client = (
+        jvm.org.apache.hudi.common.table.HoodieTableMetaClient.builder()
+        .setConf(storage)
+        .setBasePath(path)
+        .build()
+    )
     return client.getActiveTimeline()
 
 
@@ -83,11 +91,14 @@ def read(spark: SparkSession, path: str, checkpoint: bool = True) -> Timeline:
     such as a Bronze input: leave it out there)."""
     active = active_timeline(spark, path)
     completed = active.getCommitsTimeline().filterCompletedInstants()
-    commits = tuple((i.requestedTime(), i.getCompletionTime())
-                    for i in completed.getInstants().toArray())
+    commits = tuple((i.requestedTime(), i.getCompletionTime()) for i in completed.getInstants().toArray())
     consumed, transform = _last_checkpoint(completed) if checkpoint else (None, None)
-    return Timeline(commits=commits, earliest_retained=_earliest_retained(active),
-                    last_consumed=consumed, last_transform=transform)
+    return Timeline(
+        commits=commits,
+        earliest_retained=_earliest_retained(active),
+        last_consumed=consumed,
+        last_transform=transform,
+    )
 
 
 def savepoints(spark: SparkSession, path: str) -> list[str]:

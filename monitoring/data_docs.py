@@ -15,8 +15,9 @@ def serve(settings: Settings) -> None:
     site = docs_dir(settings.quality_dir)
     site.mkdir(parents=True, exist_ok=True)
     # GX writes index.html at the first validation; until then the listing shows it is empty.
-    server = ThreadingHTTPServer(("127.0.0.1", settings.docs_port),
-                                 partial(SimpleHTTPRequestHandler, directory=str(site)))
+    server = ThreadingHTTPServer(
+        ("127.0.0.1", settings.docs_port), partial(SimpleHTTPRequestHandler, directory=str(site))
+    )
     print(f"Data Docs on http://localhost:{settings.docs_port}/ from {site} (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()

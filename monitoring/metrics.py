@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
@@ -51,16 +51,21 @@ class PipelineState:
 def read_state(settings: Settings) -> PipelineState:
     began = time.monotonic()
     tables = [*BRONZE_TABLES, *derived_tables()]
-    commits = {t.name: history(settings.warehouse, t.qualified_name) if sources.written(settings, t)
-               else [] for t in tables}
+    commits = {
+        t.name: history(settings.warehouse, t.qualified_name) if sources.written(settings, t) else []
+        for t in tables
+    }
     return PipelineState(
         read_at=datetime.now(UTC).replace(tzinfo=None),
-        tables=sources.table_states(settings), commits=commits,
-        quarantine=_or_nothing(lambda: [tuple(r) for r in
-                                        sources.quarantine_rows(settings).itertuples(index=False)]),
+        tables=sources.table_states(settings),
+        commits=commits,
+        quarantine=_or_nothing(
+            lambda: [tuple(r) for r in sources.quarantine_rows(settings).itertuples(index=False)]
+        ),
         rule_results=_or_nothing(lambda: _newest_results(settings)),
         services=_or_nothing(lambda: [(s.name, s.healthy) for s in sources.services(settings)]),
-        seconds=time.monotonic() - began)
+        seconds=time.monotonic() - began,
+    )
 
 
 def _newest_results(settings: Settings) -> list[dict]:
@@ -105,13 +110,22 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
     def gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
         return GaugeMetricFamily(f"{PREFIX}_{name}", documentation, labels=labels)
 
-    lag = gauge("table_lag_seconds", "How long the oldest change the table has not taken yet "
-                "has waited in its input (Kafka, or an input table); 0 when it has taken all.",
-                table_labels)
-    last_commit = gauge("table_last_commit_timestamp_seconds",
-                        "When the table's newest commit completed (Unix time).", table_labels)
-    kafka_lag = gauge("kafka_consumer_lag_messages", "Messages in the topic past the Bronze "
-                      "stream's checkpoint.", ["topic", "table"])
+    lag = gauge(
+        "table_lag_seconds",
+        "How long the oldest change the table has not taken yet "
+        "has waited in its input (Kafka, or an input table); 0 when it has taken all.",
+        table_labels,
+    )
+    last_commit = gauge(
+        "table_last_commit_timestamp_seconds",
+        "When the table's newest commit completed (Unix time).",
+        table_labels,
+    )
+    kafka_lag = gauge(
+        "kafka_consumer_lag_messages",
+        "Messages in the topic past the Bronze stream's checkpoint.",
+        ["topic", "table"],
+    )
     topics = {t.name: t.topic for t in BRONZE_TABLES}
     for s in state.tables:
         if s.oldest_waiting is not None:
@@ -123,30 +137,48 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
         if s.waiting is not None:
             kafka_lag.add_metric([topics[s.name], s.name], s.waiting)
 
-    data_files = gauge("table_data_files", "Data files of the table on storage (base, log and "
-                       "change-log files of every version the cleaner keeps).", table_labels)
+    data_files = gauge(
+        "table_data_files",
+        "Data files of the table on storage (base, log and "
+        "change-log files of every version the cleaner keeps).",
+        table_labels,
+    )
     data_bytes = gauge("table_data_bytes", "Bytes of the table's data files.", table_labels)
-    average = gauge("table_average_file_bytes", "Average size of the table's data files: "
-                    "small-file trouble shows here first.", table_labels)
-    partitions = gauge("table_partitions", "Partitions holding the table's data files.",
-                       table_labels)
+    average = gauge(
+        "table_average_file_bytes",
+        "Average size of the table's data files: small-file trouble shows here first.",
+        table_labels,
+    )
+    partitions = gauge("table_partitions", "Partitions holding the table's data files.", table_labels)
     for s in state.tables:
         if s.storage is not None:
-            for family, value in ((data_files, s.storage.files), (data_bytes, s.storage.bytes),
-                                  (average, s.storage.average_bytes),
-                                  (partitions, s.storage.partitions)):
+            for family, value in (
+                (data_files, s.storage.files),
+                (data_bytes, s.storage.bytes),
+                (average, s.storage.average_bytes),
+                (partitions, s.storage.partitions),
+            ):
                 family.add_metric([s.layer, s.name], value)
 
-    commits = CounterMetricFamily(f"{PREFIX}_commits", "Commits of the table (compactions "
-                                  "included).", labels=table_labels)
-    written = CounterMetricFamily(f"{PREFIX}_rows_written", "Rows inserted or updated by the "
-                                  "table's commits.", labels=table_labels)
-    deleted = CounterMetricFamily(f"{PREFIX}_rows_deleted", "Rows deleted by the table's "
-                                  "commits.", labels=table_labels)
-    duration = gauge("last_commit_duration_seconds", "From the table's newest commit being "
-                     "requested to its completion.", table_labels)
-    last_rows = gauge("last_commit_rows", "Rows the table's newest commit inserted, updated or "
-                      "deleted (Hudi's commit metadata).", [*table_labels, "kind"])
+    commits = CounterMetricFamily(
+        f"{PREFIX}_commits", "Commits of the table (compactions included).", labels=table_labels
+    )
+    written = CounterMetricFamily(
+        f"{PREFIX}_rows_written", "Rows inserted or updated by the table's commits.", labels=table_labels
+    )
+    deleted = CounterMetricFamily(
+        f"{PREFIX}_rows_deleted", "Rows deleted by the table's commits.", labels=table_labels
+    )
+    duration = gauge(
+        "last_commit_duration_seconds",
+        "From the table's newest commit being requested to its completion.",
+        table_labels,
+    )
+    last_rows = gauge(
+        "last_commit_rows",
+        "Rows the table's newest commit inserted, updated or deleted (Hudi's commit metadata).",
+        [*table_labels, "kind"],
+    )
     for table, found in state.commits.items():
         counts.add(table, found)
         labels = [layers[table], table]
@@ -156,25 +188,39 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
         newest = [c for c in found if c.completed]
         if newest:
             latest = newest[-1]
-            duration.add_metric(labels, (sources.instant_time(latest.completed)
-                                         - sources.instant_time(latest.requested)).total_seconds())
-            for kind, rows in (("inserted", latest.inserted), ("updated", latest.updated),
-                               ("deleted", latest.deleted)):
+            duration.add_metric(
+                labels,
+                (
+                    sources.instant_time(latest.completed) - sources.instant_time(latest.requested)
+                ).total_seconds(),
+            )
+            for kind, rows in (
+                ("inserted", latest.inserted),
+                ("updated", latest.updated),
+                ("deleted", latest.deleted),
+            ):
                 last_rows.add_metric([*labels, kind], rows)
 
-    kept_out = gauge("quarantine_rows", "Rows in the table's quarantine: held back (waiting for "
-                     "an input row), quarantined (breaking a rule) or not_landable (a Bronze message that "
-                     "failed its batch).", [*table_labels, "status"])
+    kept_out = gauge(
+        "quarantine_rows",
+        "Rows in the table's quarantine: held back (waiting for "
+        "an input row), quarantined (breaking a rule) or not_landable (a Bronze message that "
+        "failed its batch).",
+        [*table_labels, "status"],
+    )
     for table, status, rows in state.quarantine:
         kept_out.add_metric([layers.get(table, ""), table, status.replace(" ", "_")], rows)
 
-    failing = gauge("quality_rule_failing", "1 when the rule's newest validation failed.",
-                    [*table_labels, "rule", "tier"])
-    unexpected = gauge("quality_rule_unexpected_rows", "Rows breaking the rule in its newest "
-                       "validation.", [*table_labels, "rule", "tier"])
+    failing = gauge(
+        "quality_rule_failing", "1 when the rule's newest validation failed.", [*table_labels, "rule", "tier"]
+    )
+    unexpected = gauge(
+        "quality_rule_unexpected_rows",
+        "Rows breaking the rule in its newest validation.",
+        [*table_labels, "rule", "tier"],
+    )
     for result in state.rule_results:
-        labels = [layers.get(result["table_name"], ""), result["table_name"], result["rule"],
-                  result["tier"]]
+        labels = [layers.get(result["table_name"], ""), result["table_name"], result["rule"], result["tier"]]
         failing.add_metric(labels, 0.0 if result["success"] else 1.0)
         unexpected.add_metric(labels, float(result["unexpected_count"] or 0))
 
@@ -183,8 +229,25 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
         up.add_metric([name], 1.0 if healthy else 0.0)
     read = gauge("metrics_read_seconds", "How long reading the pipeline's state took.", [])
     read.add_metric([], state.seconds)
-    return [lag, last_commit, kafka_lag, data_files, data_bytes, average, partitions, commits, written,
-            deleted, duration, last_rows, kept_out, failing, unexpected, up, read]
+    return [
+        lag,
+        last_commit,
+        kafka_lag,
+        data_files,
+        data_bytes,
+        average,
+        partitions,
+        commits,
+        written,
+        deleted,
+        duration,
+        last_rows,
+        kept_out,
+        failing,
+        unexpected,
+        up,
+        read,
+    ]
 
 
 class PipelineCollector(Collector):

@@ -88,22 +88,34 @@ class ChaosReport:
         return bool(self.verdicts) and all(v.equal for v in self.verdicts)
 
     def summary(self) -> dict:
-        return {"rounds": sum(self.kills.values()), "kills": dict(sorted(self.kills.items())),
-                "restarted_after_exit": dict(sorted(self.restarted_after_exit.items())),
-                "derived_passes_completed": self.derived_passes,
-                "tables": len(self.verdicts), "rows_checked": self.rows_checked,
-                "lost": self.lost, "duplicated": self.duplicated,
-                "extra": sum(v.extra for v in self.verdicts), "passed": self.passed,
-                "seconds": round(self.seconds)}
+        return {
+            "rounds": sum(self.kills.values()),
+            "kills": dict(sorted(self.kills.items())),
+            "restarted_after_exit": dict(sorted(self.restarted_after_exit.items())),
+            "derived_passes_completed": self.derived_passes,
+            "tables": len(self.verdicts),
+            "rows_checked": self.rows_checked,
+            "lost": self.lost,
+            "duplicated": self.duplicated,
+            "extra": sum(v.extra for v in self.verdicts),
+            "passed": self.passed,
+            "seconds": round(self.seconds),
+        }
 
     def lines(self) -> list[str]:
         s = self.summary()
-        return ([f"chaos: {s['rounds']} kills {s['kills']}, workers restarted after exiting "
-                 f"{s['restarted_after_exit'] or 'never'}, {s['derived_passes_completed']} "
-                 f"Silver and Gold passes completed between kills, {s['seconds']} s"]
-                + [f"  {v.line()}" for v in self.verdicts]
-                + [f"chaos: {s['rows_checked']} rows checked in {s['tables']} tables: "
-                   f"lost {s['lost']}, duplicated {s['duplicated']}, extra {s['extra']}"])
+        return (
+            [
+                f"chaos: {s['rounds']} kills {s['kills']}, workers restarted after exiting "
+                f"{s['restarted_after_exit'] or 'never'}, {s['derived_passes_completed']} "
+                f"Silver and Gold passes completed between kills, {s['seconds']} s"
+            ]
+            + [f"  {v.line()}" for v in self.verdicts]
+            + [
+                f"chaos: {s['rows_checked']} rows checked in {s['tables']} tables: "
+                f"lost {s['lost']}, duplicated {s['duplicated']}, extra {s['extra']}"
+            ]
+        )
 
 
 class Workers:
@@ -112,20 +124,36 @@ class Workers:
 
     def __init__(self, settings: Settings, plan: ChaosPlan):
         cli = lakehouse()
-        loop = (f"while :; do {shlex.join(cli)} silver; echo \"silver exit $?\"; "
-                f"{shlex.join(cli)} gold; echo \"gold exit $?\"; sleep 5; done")
+        loop = (
+            f'while :; do {shlex.join(cli)} silver; echo "silver exit $?"; '
+            f'{shlex.join(cli)} gold; echo "gold exit $?"; sleep 5; done'
+        )
         self.commands = {
-            "simulator": [*cli, "simulate", "--duration", "0", "--rate",
-                          str(plan.transactions_per_second), "--event-rate",
-                          str(plan.events_per_second), "--seed", str(plan.seed),
-                          "--bad-rows", str(plan.bad_share), "--bad-events", str(plan.bad_share)],
+            "simulator": [
+                *cli,
+                "simulate",
+                "--duration",
+                "0",
+                "--rate",
+                str(plan.transactions_per_second),
+                "--event-rate",
+                str(plan.events_per_second),
+                "--seed",
+                str(plan.seed),
+                "--bad-rows",
+                str(plan.bad_share),
+                "--bad-events",
+                str(plan.bad_share),
+            ],
             "bronze": [*cli, "bronze", "--continuous"],
             # A killed run leaves an unfinished commit that the next run rolls back.
             "derived": ["bash", "-c", loop],
         }
         chaos_dir = settings.state_dir / "chaos"
-        self.processes = {name: BackgroundProcess(f"chaos-{name}", chaos_dir / "run", chaos_dir / "logs")
-                          for name in self.commands}
+        self.processes = {
+            name: BackgroundProcess(f"chaos-{name}", chaos_dir / "run", chaos_dir / "logs")
+            for name in self.commands
+        }
         for process in self.processes.values():
             process.log.unlink(missing_ok=True)
         self.environment = {**settings.environment(), "SPARK_UI": "false"}
@@ -156,8 +184,7 @@ def kill_schedule(plan: ChaosPlan, rng: random.Random) -> list[str]:
     return schedule
 
 
-def _kill_and_restart(settings: Settings, workers: Workers, victim: str, down_for: float,
-                      report) -> None:
+def _kill_and_restart(settings: Settings, workers: Workers, victim: str, down_for: float, report) -> None:
     began = time.monotonic()
     if victim in SERVICES:
         stack.stop_service(settings, victim, crash=True)
@@ -170,8 +197,7 @@ def _kill_and_restart(settings: Settings, workers: Workers, victim: str, down_fo
             connector.wait_running(settings)
     else:
         workers.start(victim)
-    report(f"chaos: killed {victim} -9, down {down_for:.1f} s, back after "
-           f"{time.monotonic() - began:.1f} s")
+    report(f"chaos: killed {victim} -9, down {down_for:.1f} s, back after {time.monotonic() - began:.1f} s")
 
 
 def _retrying(action, deadline: float, report):
@@ -253,11 +279,15 @@ def run(spark: SparkSession, settings: Settings, plan: ChaosPlan, report=print) 
 
 def _write_results(result: ChaosReport) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
-    summary = {**result.summary(), "plan": dataclasses.asdict(result.plan),
-               "tables": [dataclasses.asdict(v) for v in result.verdicts]}
+    summary = {
+        **result.summary(),
+        "plan": dataclasses.asdict(result.plan),
+        "tables": [dataclasses.asdict(v) for v in result.verdicts],
+    }
     (RESULTS / "chaos.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (RESULTS / "chaos.md").write_text("# Fault matrix (`make chaos`)\n\n```\n"
-                                      + "\n".join(result.lines()) + "\n```\n")
+    (RESULTS / "chaos.md").write_text(
+        "# Fault matrix (`make chaos`)\n\n```\n" + "\n".join(result.lines()) + "\n```\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -272,10 +302,14 @@ def main(argv: list[str] | None = None) -> int:
     base = settings_module.load()
     # A warehouse and catalog of its own: the demo's tables are never part of the experiment.
     chaos_dir = base.state_dir / "chaos"
-    settings = dataclasses.replace(base, warehouse=str(chaos_dir / "warehouse"),
-                                   checkpoints=str(chaos_dir / "warehouse" / "_checkpoints"),
-                                   quality_dir=chaos_dir / "quality", spark_ui=False,
-                                   metastore_database="metastore_chaos")
+    settings = dataclasses.replace(
+        base,
+        warehouse=str(chaos_dir / "warehouse"),
+        checkpoints=str(chaos_dir / "warehouse" / "_checkpoints"),
+        quality_dir=chaos_dir / "quality",
+        spark_ui=False,
+        metastore_database="metastore_chaos",
+    )
     stack.start(base)
     metastore.ensure(settings)
     seed(settings, SeedSize.for_lines(10_000))

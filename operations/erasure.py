@@ -43,8 +43,13 @@ from pipeline.tables import derived_tables
 
 # Hudi's own columns, which a rewrite must leave to Hudi (`_hoodie_is_deleted` is the
 # table's: it is written, and stays).
-HUDI_META_COLUMNS = ("_hoodie_commit_time", "_hoodie_commit_seqno", "_hoodie_record_key",
-                     "_hoodie_partition_path", "_hoodie_file_name")
+HUDI_META_COLUMNS = (
+    "_hoodie_commit_time",
+    "_hoodie_commit_seqno",
+    "_hoodie_record_key",
+    "_hoodie_partition_path",
+    "_hoodie_file_name",
+)
 LANDING_TIMEOUT_SECONDS = 180
 
 
@@ -86,41 +91,53 @@ def _stored_rows(spark: SparkSession, table: Table, settings: Settings) -> DataF
 
 def _at_source(db, table: BronzeTable, ids: list[int]) -> dict[int, dict]:
     columns = [table.personal.subject, *table.personal.erased]
-    rows = db.execute(f"SELECT {', '.join(columns)} FROM {table.source_table} "
-                      f"WHERE {table.personal.subject} = ANY(%s)", (ids,)).fetchall()
+    rows = db.execute(
+        f"SELECT {', '.join(columns)} FROM {table.source_table} WHERE {table.personal.subject} = ANY(%s)",
+        (ids,),
+    ).fetchall()
     return {row[0]: dict(zip(columns[1:], row[1:])) for row in rows}
 
 
-def _in_history(spark: SparkSession, settings: Settings, table: BronzeTable,
-                ids: list[int]) -> list[dict]:
+def _in_history(spark: SparkSession, settings: Settings, table: BronzeTable, ids: list[int]) -> list[dict]:
     """Every image of the subjects' rows the table still holds: its snapshot, and the before-
     and after-images of its retained change log (a person deleted at the source is there)."""
     path, personal = table.path(settings), table.personal
     if not catalog.exists(spark, path):
         return []
     subject, columns = personal.subject, list(personal.searched)
-    current = (spark.read.format("hudi").load(path).where(F.col(subject).isin(ids))
-               .select(subject, *columns))
-    changes = spark.sql("SELECT before, after FROM hudi_table_changes(?, 'cdc', ?)",
-                        args=[path, timeline.read(spark, path, checkpoint=False).readable_since])
-    images = (changes.select(F.explode(F.array("before", "after")).alias("json"))
-              .select(F.get_json_object("json", f"$.{subject}").cast("long").alias(subject),
-                      *[F.get_json_object("json", f"$.{c}").alias(c) for c in columns])
-              .where(F.col(subject).isin(ids)))
+    current = spark.read.format("hudi").load(path).where(F.col(subject).isin(ids)).select(subject, *columns)
+    changes = spark.sql(
+        "SELECT before, after FROM hudi_table_changes(?, 'cdc', ?)",
+        args=[path, timeline.read(spark, path, checkpoint=False).readable_since],
+    )
+    images = (
+        changes.select(F.explode(F.array("before", "after")).alias("json"))
+        .select(
+            F.get_json_object("json", f"$.{subject}").cast("long").alias(subject),
+            *[F.get_json_object("json", f"$.{c}").alias(c) for c in columns],
+        )
+        .where(F.col(subject).isin(ids))
+    )
     return [row.asDict() for row in current.unionByName(images).distinct().collect()]
 
 
 def _erased_values(table: BronzeTable, subject_id: int) -> dict:
-    return {column: value.format(id=subject_id) if isinstance(value, str) else value
-            for column, value in table.personal.erased.items()}
+    return {
+        column: value.format(id=subject_id) if isinstance(value, str) else value
+        for column, value in table.personal.erased.items()
+    }
 
 
 def _searched_values(table: BronzeTable, images: list[dict]) -> set[str]:
     """The distinctive values the subjects had, without the placeholders erasure writes."""
     personal = table.personal
-    return {str(image[c]) for image in images for c in personal.searched
-            if image.get(c) is not None
-            and str(image[c]) != str(_erased_values(table, image[personal.subject])[c])}
+    return {
+        str(image[c])
+        for image in images
+        for c in personal.searched
+        if image.get(c) is not None
+        and str(image[c]) != str(_erased_values(table, image[personal.subject])[c])
+    }
 
 
 def _anonymize_at_source(settings: Settings, table: BronzeTable, ids: list[int]) -> None:
@@ -128,9 +145,10 @@ def _anonymize_at_source(settings: Settings, table: BronzeTable, ids: list[int])
     assignments = ", ".join(f"{column} = %s" for column in personal.erased)
     with database.connect(settings, ERASER, autocommit=True) as db:
         for subject_id in ids:
-            db.execute(f"UPDATE {table.source_table} SET {assignments} "
-                       f"WHERE {personal.subject} = %s",
-                       (*_erased_values(table, subject_id).values(), subject_id))
+            db.execute(
+                f"UPDATE {table.source_table} SET {assignments} WHERE {personal.subject} = %s",
+                (*_erased_values(table, subject_id).values(), subject_id),
+            )
     # The old row versions stay in the table's pages until a vacuum removes them. Before
     # PostgreSQL 17 (its MAINTAIN privilege) only the table's owner may vacuum it: a vacuum
     # by another role only warns and skips, which would leave the old values behind.
@@ -138,25 +156,38 @@ def _anonymize_at_source(settings: Settings, table: BronzeTable, ids: list[int])
         owner.execute(f"VACUUM {table.source_table}")
 
 
-def _land(spark: SparkSession, settings: Settings, table: BronzeTable, ids: list[int],
-          expected: dict[int, dict]) -> None:
+def _land(
+    spark: SparkSession, settings: Settings, table: BronzeTable, ids: list[int], expected: dict[int, dict]
+) -> None:
     """Drains the table's topic until Bronze holds the erased rows (or no row of a subject
     deleted at the source)."""
     subject = table.personal.subject
     deadline = time.monotonic() + LANDING_TIMEOUT_SECONDS
     while True:
         BronzeJob(spark, settings, (table,)).drain()
-        rows = {r[subject]: r.asDict() for r in
-                spark.read.format("hudi").load(table.path(settings))
-                .where(F.col(subject).isin(ids)).collect()}
-        if all(all(str(rows[i][c]) == str(v) if v is not None else rows[i][c] is None
-                   for c, v in expected[i].items()) if i in expected else i not in rows
-               for i in ids):
+        rows = {
+            r[subject]: r.asDict()
+            for r in spark.read.format("hudi")
+            .load(table.path(settings))
+            .where(F.col(subject).isin(ids))
+            .collect()
+        }
+        if all(
+            all(
+                str(rows[i][c]) == str(v) if v is not None else rows[i][c] is None
+                for c, v in expected[i].items()
+            )
+            if i in expected
+            else i not in rows
+            for i in ids
+        ):
             return
         if time.monotonic() > deadline:
-            raise RuntimeError(f"the erasure of {subject} {ids} did not reach {table.qualified_name} "
-                               f"within {LANDING_TIMEOUT_SECONDS} s; check that Kafka Connect runs "
-                               f"(`make status`) and run `lakehouse erase` again")
+            raise RuntimeError(
+                f"the erasure of {subject} {ids} did not reach {table.qualified_name} "
+                f"within {LANDING_TIMEOUT_SECONDS} s; check that Kafka Connect runs "
+                f"(`make status`) and run `lakehouse erase` again"
+            )
         time.sleep(2)
 
 
@@ -172,8 +203,12 @@ def _run_derived(spark: SparkSession, settings: Settings) -> None:
 def _holding_personal_columns(spark: SparkSession, settings: Settings, source: BronzeTable) -> list[Table]:
     """The source table and every derived table whose columns include a personal one."""
     personal = set(source.personal.erased)
-    derived = [t for t in derived_tables() if catalog.exists(spark, t.path(settings))
-               and personal & set(spark.read.format("hudi").load(t.path(settings)).columns)]
+    derived = [
+        t
+        for t in derived_tables()
+        if catalog.exists(spark, t.path(settings))
+        and personal & set(spark.read.format("hudi").load(t.path(settings)).columns)
+    ]
     return [source, *derived]
 
 
@@ -185,12 +220,17 @@ def _side_tables(spark: SparkSession, settings: Settings) -> list[Table]:
 
 
 def _refuse_savepoints(spark: SparkSession, settings: Settings, tables: list[Table]) -> None:
-    pinned = [f"{s.table} {s.instant}" for t in maintenance.existing(spark, settings, tables)
-              for s in savepoints.listed(spark, settings, t)]
+    pinned = [
+        f"{s.table} {s.instant}"
+        for t in maintenance.existing(spark, settings, tables)
+        for s in savepoints.listed(spark, settings, t)
+    ]
     if pinned:
-        raise ConfigurationError(f"savepoints keep old file versions that may hold the data to "
-                                 f"erase: {', '.join(pinned)}; delete them first (`lakehouse "
-                                 f"savepoint delete <table> --instant <instant>`)")
+        raise ConfigurationError(
+            f"savepoints keep old file versions that may hold the data to "
+            f"erase: {', '.join(pinned)}; delete them first (`lakehouse "
+            f"savepoint delete <table> --instant <instant>`)"
+        )
 
 
 def _rewrite(spark: SparkSession, settings: Settings, table: Table) -> None:
@@ -203,8 +243,9 @@ def _rewrite(spark: SparkSession, settings: Settings, table: Table) -> None:
         maintenance.compact(spark, settings, table)
 
 
-def _find(spark: SparkSession, settings: Settings, table: BronzeTable,
-          ids: list[int]) -> tuple[list[int], set[str]]:
+def _find(
+    spark: SparkSession, settings: Settings, table: BronzeTable, ids: list[int]
+) -> tuple[list[int], set[str]]:
     """(the subjects still at the source, the distinctive values any of them ever had);
     fails, erasing nothing, when a subject is nowhere to be found."""
     subject = table.personal.subject
@@ -214,20 +255,28 @@ def _find(spark: SparkSession, settings: Settings, table: BronzeTable,
     images += _in_history(spark, settings, table, ids)
     unknown = sorted(set(ids) - {image[subject] for image in images})
     if unknown:
-        raise ConfigurationError(f"no {subject} {', '.join(map(str, unknown))}: not in "
-                                 f"{table.source_table} and not in what {table.qualified_name} "
-                                 f"holds (its rows and retained change log); nothing was erased")
+        raise ConfigurationError(
+            f"no {subject} {', '.join(map(str, unknown))}: not in "
+            f"{table.source_table} and not in what {table.qualified_name} "
+            f"holds (its rows and retained change log); nothing was erased"
+        )
     return sorted(at_source), _searched_values(table, images)
 
 
-def _redact_side_tables(spark: SparkSession, settings: Settings, table: BronzeTable,
-                        ids: list[int], values: set[str]) -> dict[str, int]:
+def _redact_side_tables(
+    spark: SparkSession, settings: Settings, table: BronzeTable, ids: list[int], values: set[str]
+) -> dict[str, int]:
     """Rewrites the quarantine and quality-result rows about or mentioning the subjects;
     returns how many per table."""
     redacted = {}
     for side_table in _side_tables(spark, settings):
-        rows = redaction.redact(_stored_rows(spark, side_table, settings), table.personal.subject,
-                                ids, table.personal.erased, values).cache()
+        rows = redaction.redact(
+            _stored_rows(spark, side_table, settings),
+            table.personal.subject,
+            ids,
+            table.personal.erased,
+            values,
+        ).cache()
         if count := rows.count():
             write(rows, side_table, settings, "upsert")
             redacted[side_table.qualified_name] = count
@@ -258,8 +307,9 @@ def erase(spark: SparkSession, settings: Settings, subject: str, ids: list[int])
     # Readers take the rewrites before the cleaner removes the versions they were made from.
     _run_derived(spark, settings)
     for done in [*holding, *_side_tables(spark, settings)]:
-        maintenance.clean(spark, settings, done, "clean_policy => 'KEEP_LATEST_FILE_VERSIONS', "
-                                                 "file_versions_retained => 1")
+        maintenance.clean(
+            spark, settings, done, "clean_policy => 'KEEP_LATEST_FILE_VERSIONS', file_versions_retained => 1"
+        )
         report.cleaned.append(done.qualified_name)
     report.text_files = len(redaction.redact_text_files(settings.quality_dir, values))
     report.seconds = time.monotonic() - began

@@ -57,12 +57,19 @@ class TableFiles:
         return self.storage.files
 
     def as_dict(self) -> dict:
-        return {"table": self.name, "type": self.table_type, "files": self.files,
-                "snapshot_files": self.snapshot_files, "log_files": self.log_files,
-                "bytes": self.storage.bytes, "average_file_bytes": self.storage.average_bytes,
-                "partitions": self.storage.partitions, "commits": self.commits,
-                "pending_compactions": self.pending_compactions,
-                "oldest_retained_commit": self.oldest_retained}
+        return {
+            "table": self.name,
+            "type": self.table_type,
+            "files": self.files,
+            "snapshot_files": self.snapshot_files,
+            "log_files": self.log_files,
+            "bytes": self.storage.bytes,
+            "average_file_bytes": self.storage.average_bytes,
+            "partitions": self.storage.partitions,
+            "commits": self.commits,
+            "pending_compactions": self.pending_compactions,
+            "oldest_retained_commit": self.oldest_retained,
+        }
 
 
 @dataclass(frozen=True)
@@ -73,14 +80,20 @@ class MaintenanceReport:
     seconds: float
 
     def line(self) -> str:
-        return (f"{self.after.name:<48} {', '.join(self.services):<28} snapshot files "
-                f"{self.before.snapshot_files:>5} -> {self.after.snapshot_files:<5} stored files "
-                f"{self.before.files:>5} -> {self.after.files:<5} {self.seconds:6.1f} s")
+        return (
+            f"{self.after.name:<48} {', '.join(self.services):<28} snapshot files "
+            f"{self.before.snapshot_files:>5} -> {self.after.snapshot_files:<5} stored files "
+            f"{self.before.files:>5} -> {self.after.files:<5} {self.seconds:6.1f} s"
+        )
 
     def as_dict(self) -> dict:
-        return {"table": self.after.name, "services": list(self.services),
-                "before": self.before.as_dict(), "after": self.after.as_dict(),
-                "seconds": round(self.seconds, 3)}
+        return {
+            "table": self.after.name,
+            "services": list(self.services),
+            "before": self.before.as_dict(),
+            "after": self.after.as_dict(),
+            "seconds": round(self.seconds, 3),
+        }
 
 
 def existing(spark: SparkSession, settings: Settings, tables: list[Table]) -> list[Table]:
@@ -95,18 +108,21 @@ def files(spark: SparkSession, settings: Settings, table: Table) -> TableFiles:
     entries = []
     while listing.hasNext():
         status = listing.next()
-        entries.append((status.getPath().toUri().getPath()[len(root.toUri().getPath()):],
-                        status.getLen()))
+        entries.append((status.getPath().toUri().getPath()[len(root.toUri().getPath()) :], status.getLen()))
     names = [relative.rpartition("/")[2] for relative, _ in entries if is_data(relative)]
     found = timeline.read(spark, path, checkpoint=False)
     active = timeline.active_timeline(spark, path)
     return TableFiles(
-        name=table.qualified_name, table_type=table.table_type, storage=storage(entries),
+        name=table.qualified_name,
+        table_type=table.table_type,
+        storage=storage(entries),
         snapshot_files=snapshot_file_count(names, {r for r, _ in found.commits}),
-        log_files=sum(".log." in n for n in names), commits=len(found.commits),
+        log_files=sum(".log." in n for n in names),
+        commits=len(found.commits),
         pending_compactions=active.filterPendingCompactionTimeline().countInstants(),
         # Without a clean yet, every commit since the first is still readable.
-        oldest_retained=found.earliest_retained or min((r for r, _ in found.commits), default=None))
+        oldest_retained=found.earliest_retained or min((r for r, _ in found.commits), default=None),
+    )
 
 
 def snapshot_file_count(names: list[str], completed: set[str]) -> int:
@@ -147,27 +163,40 @@ SERVICE_OPTION_PREFIXES = ("hoodie.metadata.", "hoodie.clean.", "hoodie.keep.", 
 
 
 def service_options(table: Table, settings: Settings, **overrides: str) -> str:
-    shared = {key: value for key, value in hudi_options(table, settings).items()
-              if key.startswith(SERVICE_OPTION_PREFIXES) or key.endswith(".parallelism")}
+    shared = {
+        key: value
+        for key, value in hudi_options(table, settings).items()
+        if key.startswith(SERVICE_OPTION_PREFIXES) or key.endswith(".parallelism")
+    }
     return ",".join(f"{key}={value}" for key, value in (shared | overrides).items())
 
 
 def compact(spark: SparkSession, settings: Settings, table: Table) -> bool:
     """Compacts every file slice with a log file, in every partition, not only those written
     since the last compaction (what inline planning looks at); whether there was any."""
-    options = service_options(table, settings, **{
-        "hoodie.compact.inline.max.delta.commits": "1",
-        "hoodie.table.services.incremental.enabled": "false"})
-    return bool(spark.sql(f"CALL run_compaction(op => 'scheduleAndExecute', "
-                          f"path => '{table.path(settings)}', options => '{options}')").collect())
+    options = service_options(
+        table,
+        settings,
+        **{
+            "hoodie.compact.inline.max.delta.commits": "1",
+            "hoodie.table.services.incremental.enabled": "false",
+        },
+    )
+    return bool(
+        spark.sql(
+            f"CALL run_compaction(op => 'scheduleAndExecute', "
+            f"path => '{table.path(settings)}', options => '{options}')"
+        ).collect()
+    )
 
 
 def clean(spark: SparkSession, settings: Settings, table: Table, retention: str) -> None:
     """Runs the cleaner over the whole table with `retention`, the procedure's arguments
     that say what to keep."""
     options = service_options(table, settings, **{"hoodie.table.services.incremental.enabled": "false"})
-    spark.sql(f"CALL run_clean(table => '{table.qualified_name}', {retention}, "
-              f"options => '{options}')").collect()
+    spark.sql(
+        f"CALL run_clean(table => '{table.qualified_name}', {retention}, options => '{options}')"
+    ).collect()
 
 
 def maintain(spark: SparkSession, settings: Settings, table: Table) -> MaintenanceReport:
@@ -178,24 +207,47 @@ def maintain(spark: SparkSession, settings: Settings, table: Table) -> Maintenan
         services.append("compaction")
     clean(spark, settings, table, f"retain_commits => {settings.commits_retained}")
     services.append("clean")
-    spark.sql(f"CALL archive_commits(path => '{path}', "
-              f"min_commits => {settings.commits_retained + 10}, "
-              f"max_commits => {settings.commits_retained + 20}, "
-              f"retain_commits => {settings.commits_retained}, "
-              f"enable_metadata => false)").collect()
+    spark.sql(
+        f"CALL archive_commits(path => '{path}', "
+        f"min_commits => {settings.commits_retained + 10}, "
+        f"max_commits => {settings.commits_retained + 20}, "
+        f"retain_commits => {settings.commits_retained}, "
+        f"enable_metadata => false)"
+    ).collect()
     services.append("archive")
-    return MaintenanceReport(before, files(spark, settings, table), tuple(services),
-                             time.monotonic() - began)
+    return MaintenanceReport(before, files(spark, settings, table), tuple(services), time.monotonic() - began)
 
 
 def render(tables: list[TableFiles]) -> str:
-    header = ("table", "type", "partitions", "files", "snapshot files", "log files", "size",
-              "avg file", "commits", "pending compactions", "oldest retained commit")
-    rows = [header] + [(t.name, "MOR" if t.table_type == "MERGE_ON_READ" else "COW",
-                        f"{t.storage.partitions:,}", f"{t.files:,}", f"{t.snapshot_files:,}",
-                        f"{t.log_files:,}", _size(t.storage.bytes), _size(t.storage.average_bytes),
-                        f"{t.commits:,}", str(t.pending_compactions), t.oldest_retained or "—")
-                       for t in tables]
+    header = (
+        "table",
+        "type",
+        "partitions",
+        "files",
+        "snapshot files",
+        "log files",
+        "size",
+        "avg file",
+        "commits",
+        "pending compactions",
+        "oldest retained commit",
+    )
+    rows = [header] + [
+        (
+            t.name,
+            "MOR" if t.table_type == "MERGE_ON_READ" else "COW",
+            f"{t.storage.partitions:,}",
+            f"{t.files:,}",
+            f"{t.snapshot_files:,}",
+            f"{t.log_files:,}",
+            _size(t.storage.bytes),
+            _size(t.storage.average_bytes),
+            f"{t.commits:,}",
+            str(t.pending_compactions),
+            t.oldest_retained or "—",
+        )
+        for t in tables
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     return "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths)).rstrip() for row in rows)
 

@@ -74,8 +74,9 @@ def mentioning(frame: DataFrame, values: Iterable[str]) -> Column:
     return found
 
 
-def redact(frame: DataFrame, subject: str, subject_ids: list[int], personal: Iterable[str],
-           values: Iterable[str]) -> DataFrame:
+def redact(
+    frame: DataFrame, subject: str, subject_ids: list[int], personal: Iterable[str], values: Iterable[str]
+) -> DataFrame:
     """The rows of `frame` about or mentioning the subjects, with their data overwritten;
     the other rows are left out (they need no rewrite). Key and lineage columns stay, so an
     upsert of the result replaces exactly the rows it came from."""

@@ -54,8 +54,9 @@ def _saved_checkpoint(settings: Settings, table: Table, instant: str) -> str:
 def _require_table(spark: SparkSession, settings: Settings, table: Table) -> str:
     path = table.path(settings)
     if not catalog.exists(spark, path):
-        raise ConfigurationError(f"{table.qualified_name} has no commit yet at {path}: there is "
-                                 f"nothing to savepoint or restore")
+        raise ConfigurationError(
+            f"{table.qualified_name} has no commit yet at {path}: there is nothing to savepoint or restore"
+        )
     return path
 
 
@@ -63,8 +64,9 @@ def listed(spark: SparkSession, settings: Settings, table: Table) -> list[Savepo
     """The table's savepoints, oldest first, each with its commit's completion time."""
     path = _require_table(spark, settings, table)
     completed = dict(timeline.read(spark, path, checkpoint=False).commits)
-    return [Savepoint(table.qualified_name, i, completed.get(i, ""))
-            for i in timeline.savepoints(spark, path)]
+    return [
+        Savepoint(table.qualified_name, i, completed.get(i, "")) for i in timeline.savepoints(spark, path)
+    ]
 
 
 def create(spark: SparkSession, settings: Settings, table: Table, comment: str = "") -> Savepoint:
@@ -75,32 +77,40 @@ def create(spark: SparkSession, settings: Settings, table: Table, comment: str =
     if stream:
         _copy(spark, stream, _saved_checkpoint(settings, table, instant))
     comment = comment.replace("'", "")
-    spark.sql(f"CALL create_savepoint(path => '{path}', commit_time => '{instant}', "
-              f"user => '{USER}', comments => '{comment}')").collect()
+    spark.sql(
+        f"CALL create_savepoint(path => '{path}', commit_time => '{instant}', "
+        f"user => '{USER}', comments => '{comment}')"
+    ).collect()
     return Savepoint(table.qualified_name, instant, completed)
 
 
-def restore(spark: SparkSession, settings: Settings, table: Table,
-            instant: str | None = None) -> Savepoint:
+def restore(spark: SparkSession, settings: Settings, table: Table, instant: str | None = None) -> Savepoint:
     """Restores the table to `instant` (its latest savepoint by default); the caller holds the
     layer's writer lock, so no writer is running."""
     savepoints = listed(spark, settings, table)
     if not savepoints:
-        raise ConfigurationError(f"{table.qualified_name} has no savepoint; create one first "
-                                 f"with `lakehouse savepoint create {table.qualified_name}`")
+        raise ConfigurationError(
+            f"{table.qualified_name} has no savepoint; create one first "
+            f"with `lakehouse savepoint create {table.qualified_name}`"
+        )
     chosen = next((s for s in savepoints if s.instant == instant), None) if instant else savepoints[-1]
     if chosen is None:
-        raise ConfigurationError(f"{table.qualified_name} has no savepoint {instant}; its "
-                                 f"savepoints: {', '.join(s.instant for s in savepoints)}")
+        raise ConfigurationError(
+            f"{table.qualified_name} has no savepoint {instant}; its "
+            f"savepoints: {', '.join(s.instant for s in savepoints)}"
+        )
     stream = _stream_checkpoint(settings, table)
     saved = _saved_checkpoint(settings, table, chosen.instant) if stream else None
     if saved and not _exists(spark, saved):
-        raise ConfigurationError(f"{table.qualified_name}'s savepoint {chosen.instant} has no copy "
-                                 f"of the stream's checkpoint at {saved} (it was not made by "
-                                 f"`lakehouse savepoint create`), so the stream could not resume "
-                                 f"where the data stops; restore it with Hudi's own tools")
-    spark.sql(f"CALL rollback_to_savepoint(path => '{table.path(settings)}', "
-              f"instant_time => '{chosen.instant}')").collect()
+        raise ConfigurationError(
+            f"{table.qualified_name}'s savepoint {chosen.instant} has no copy "
+            f"of the stream's checkpoint at {saved} (it was not made by "
+            f"`lakehouse savepoint create`), so the stream could not resume "
+            f"where the data stops; restore it with Hudi's own tools"
+        )
+    spark.sql(
+        f"CALL rollback_to_savepoint(path => '{table.path(settings)}', instant_time => '{chosen.instant}')"
+    ).collect()
     if saved:
         _delete(spark, stream)
         _copy(spark, saved, stream)
@@ -111,19 +121,27 @@ def delete(spark: SparkSession, settings: Settings, table: Table, instant: str) 
     """Deletes a savepoint, so the cleaner may delete the files only it kept."""
     if instant not in {s.instant for s in listed(spark, settings, table)}:
         raise ConfigurationError(f"{table.qualified_name} has no savepoint {instant}")
-    spark.sql(f"CALL delete_savepoint(path => '{table.path(settings)}', "
-              f"instant_time => '{instant}')").collect()
+    spark.sql(
+        f"CALL delete_savepoint(path => '{table.path(settings)}', instant_time => '{instant}')"
+    ).collect()
     if _stream_checkpoint(settings, table):
         _delete(spark, _saved_checkpoint(settings, table, instant))
 
 
-def apply(spark: SparkSession, settings: Settings, action: str, tables: list[Table],
-          instant: str | None = None, comment: str = "") -> Iterator[str]:
+def apply(
+    spark: SparkSession,
+    settings: Settings,
+    action: str,
+    tables: list[Table],
+    instant: str | None = None,
+    comment: str = "",
+) -> Iterator[str]:
     """What `lakehouse savepoint <action>` does to each of `tables`, a line each; the caller
     holds their layers' writer locks for any action but `list`."""
     if action == "list":
-        found = [s for t in tables if catalog.exists(spark, t.path(settings))
-                 for s in listed(spark, settings, t)]
+        found = [
+            s for t in tables if catalog.exists(spark, t.path(settings)) for s in listed(spark, settings, t)
+        ]
         yield from (f"{s.table:<50} {s.instant}  (completed {s.completed})" for s in found)
         if not found:
             yield "no savepoints"
@@ -136,8 +154,10 @@ def apply(spark: SparkSession, settings: Settings, action: str, tables: list[Tab
         for table in tables:
             s = restore(spark, settings, table, instant)
             rebuilt = [r for r in readers(table) if r not in restored]
-            yield (f"{s.table:<50} restored to savepoint {s.instant}"
-                   + (f"; {', '.join(rebuilt)} rebuild on their next run" if rebuilt else ""))
+            yield (
+                f"{s.table:<50} restored to savepoint {s.instant}"
+                + (f"; {', '.join(rebuilt)} rebuild on their next run" if rebuilt else "")
+            )
     elif action == "delete":
         if not instant:
             raise ConfigurationError("name the savepoint to delete with --instant")
@@ -150,8 +170,7 @@ def apply(spark: SparkSession, settings: Settings, action: str, tables: list[Tab
 
 def readers(table: Table) -> list[str]:
     """The derived tables that read `table`: they rebuild after it is restored."""
-    return [t.qualified_name for t in derived_tables()
-            if any(i.table.name == table.name for i in t.inputs)]
+    return [t.qualified_name for t in derived_tables() if any(i.table.name == table.name for i in t.inputs)]
 
 
 def _hadoop(spark: SparkSession, path: str):
@@ -176,6 +195,7 @@ def _copy(spark: SparkSession, source: str, target: str) -> None:
     target_fs, target_path = _hadoop(spark, target)
     target_fs.delete(target_path, True)
     jvm = spark.sparkContext._jvm
-    if not jvm.org.apache.hadoop.fs.FileUtil.copy(source_fs, source_path, target_fs, target_path,
-                                                  False, spark.sparkContext._jsc.hadoopConfiguration()):
+    if not jvm.org.apache.hadoop.fs.FileUtil.copy(
+        source_fs, source_path, target_fs, target_path, False, spark.sparkContext._jsc.hadoopConfiguration()
+    ):
         raise RuntimeError(f"could not copy {source} to {target}")

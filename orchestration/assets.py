@@ -3,7 +3,7 @@ declared quality rule, one freshness check per Gold table. Nothing here names a 
 table added to `<layer>/tables.py` is on the graph with no edit."""
 
 import re
-from datetime import datetime, timedelta, UTC
+from datetime import UTC, datetime, timedelta
 
 import dagster as dg
 from hudi import HudiTable
@@ -16,10 +16,19 @@ from orchestration.commands import TableJobFailed, latest_results, run_table
 from pipeline.tables import derived_tables
 
 # What each report field of `lakehouse <layer> --json` is called on the asset.
-BRONZE_METADATA = {"messages": "messages read", "rows": "rows written",
-                   "quarantined": "rows quarantined", "seconds": "seconds"}
-DERIVED_METADATA = {"mode": "mode", "changes_read": "rows read", "upserted": "rows upserted",
-                    "deleted": "rows deleted", "seconds": "seconds"}
+BRONZE_METADATA = {
+    "messages": "messages read",
+    "rows": "rows written",
+    "quarantined": "rows quarantined",
+    "seconds": "seconds",
+}
+DERIVED_METADATA = {
+    "mode": "mode",
+    "changes_read": "rows read",
+    "upserted": "rows upserted",
+    "deleted": "rows deleted",
+    "seconds": "seconds",
+}
 FRESHNESS_CHECK = "fresh_within_target"
 
 
@@ -51,24 +60,38 @@ def table_asset(table: Table, settings: Settings) -> dg.AssetsDefinition:
     rules = table.rules if isinstance(table, DerivedTable) else ()
     names = [check_name(rule) for rule in rules]
     if len(set(names)) != len(names):
-        raise ValueError(f"table {table.name}: rule names {names} collide once made Dagster "
-                         f"check names; rename one in {table.layer}/tables.py")
+        raise ValueError(
+            f"table {table.name}: rule names {names} collide once made Dagster "
+            f"check names; rename one in {table.layer}/tables.py"
+        )
     source = f"Kafka topic `{table.topic}`" if isinstance(table, BronzeTable) else None
 
     decorate = dg.asset(
-        key=asset_key(table), deps=[asset_key(t) for t in dependencies(table)],
+        key=asset_key(table),
+        deps=[asset_key(t) for t in dependencies(table)],
         group_name=table.layer,
         description=table.description + (f"\n\nLands the {source}." if source else ""),
-        kinds={"hudi", "spark"}, tags={"layer": table.layer},
-        metadata={"path": table.path(settings), "table type": table.table_type,
-                  "record key": ", ".join(table.record_key)},
-        check_specs=[dg.AssetCheckSpec(check_name(rule), asset=asset_key(table),
-                                       description=f"{rule.tier} tier: {rule.name}",
-                                       blocking=rule.tier == FAIL)
-                     for rule in rules],
-        retry_policy=dg.RetryPolicy(max_retries=settings.scheduler_retries,
-                                    delay=settings.scheduler_retry_delay_seconds,
-                                    backoff=dg.Backoff.EXPONENTIAL),
+        kinds={"hudi", "spark"},
+        tags={"layer": table.layer},
+        metadata={
+            "path": table.path(settings),
+            "table type": table.table_type,
+            "record key": ", ".join(table.record_key),
+        },
+        check_specs=[
+            dg.AssetCheckSpec(
+                check_name(rule),
+                asset=asset_key(table),
+                description=f"{rule.tier} tier: {rule.name}",
+                blocking=rule.tier == FAIL,
+            )
+            for rule in rules
+        ],
+        retry_policy=dg.RetryPolicy(
+            max_retries=settings.scheduler_retries,
+            delay=settings.scheduler_retry_delay_seconds,
+            backoff=dg.Backoff.EXPONENTIAL,
+        ),
         # One writer per layer at a time, as the command's own lock demands: a run never
         # starts a second one, and waits for the pool instead of failing on the lock.
         pool=f"lakehouse_{table.layer}",
@@ -86,14 +109,18 @@ def table_asset(table: Table, settings: Settings) -> dg.AssetsDefinition:
             raise dg.Failure(description=str(failure), allow_retries=retry) from None
         yield dg.MaterializeResult(
             metadata=_metadata(table, report),
-            check_results=_check_results(table, settings) if isinstance(table, DerivedTable) else [])
+            check_results=_check_results(table, settings) if isinstance(table, DerivedTable) else [],
+        )
 
     if isinstance(table, DerivedTable):
+
         def materialize(context, config: DerivedRun):
             yield from run(context, config.full_refresh)
     else:
+
         def materialize(context):
             yield from run(context, False)
+
     return decorate(materialize)
 
 
@@ -118,18 +145,31 @@ def _check_results(table: DerivedTable, settings: Settings) -> list[dg.AssetChec
         found = newest.get(rule.name)
         severity = dg.AssetCheckSeverity.ERROR if rule.tier == FAIL else dg.AssetCheckSeverity.WARN
         if found is None:
-            results.append(dg.AssetCheckResult(
-                check_name=check_name(rule), passed=False, severity=dg.AssetCheckSeverity.WARN,
-                description=f"never validated: {table.name} has had no new input since this "
-                            f"rule was declared (`lakehouse {table.layer} --table {table.name} "
-                            f"--full-refresh` validates every row)"))
+            results.append(
+                dg.AssetCheckResult(
+                    check_name=check_name(rule),
+                    passed=False,
+                    severity=dg.AssetCheckSeverity.WARN,
+                    description=f"never validated: {table.name} has had no new input since this "
+                    f"rule was declared (`lakehouse {table.layer} --table {table.name} "
+                    f"--full-refresh` validates every row)",
+                )
+            )
             continue
-        results.append(dg.AssetCheckResult(
-            check_name=check_name(rule), passed=bool(found["success"]), severity=severity,
-            metadata={"tier": rule.tier, "rows checked": found["rows_checked"],
-                      "unexpected rows": found["unexpected_count"],
-                      "sample": found["sample_values"] or "[]",
-                      "validated at (UTC)": found["validated_at"].isoformat(sep=" ")}))
+        results.append(
+            dg.AssetCheckResult(
+                check_name=check_name(rule),
+                passed=bool(found["success"]),
+                severity=severity,
+                metadata={
+                    "tier": rule.tier,
+                    "rows checked": found["rows_checked"],
+                    "unexpected rows": found["unexpected_count"],
+                    "sample": found["sample_values"] or "[]",
+                    "validated at (UTC)": found["validated_at"].isoformat(sep=" "),
+                },
+            )
+        )
     return results
 
 
@@ -144,20 +184,26 @@ def freshness(last_commit: datetime | None, now: datetime, target: timedelta) ->
         return False, "no commit yet"
     age = now - last_commit
     verdict = "within" if age <= target else "older than"
-    return age <= target, (f"last commit {last_commit:%Y-%m-%d %H:%M:%S} UTC, "
-                           f"{age.total_seconds():,.0f} s ago: {verdict} its target of "
-                           f"{target.total_seconds():,.0f} s")
+    return age <= target, (
+        f"last commit {last_commit:%Y-%m-%d %H:%M:%S} UTC, "
+        f"{age.total_seconds():,.0f} s ago: {verdict} its target of "
+        f"{target.total_seconds():,.0f} s"
+    )
 
 
 def freshness_check(table: DerivedTable, settings: Settings) -> dg.AssetChecksDefinition:
     target = freshness_target(table, settings)
 
-    @dg.asset_check(asset=asset_key(table), name=FRESHNESS_CHECK,
-                    description=f"The newest commit is at most {target} old.")
+    @dg.asset_check(
+        asset=asset_key(table),
+        name=FRESHNESS_CHECK,
+        description=f"The newest commit is at most {target} old.",
+    )
     def check() -> dg.AssetCheckResult:
         passed, description = freshness(_last_commit(table, settings), _utc_now(), target)
-        return dg.AssetCheckResult(passed=passed, severity=dg.AssetCheckSeverity.WARN,
-                                   description=description)
+        return dg.AssetCheckResult(
+            passed=passed, severity=dg.AssetCheckSeverity.WARN, description=description
+        )
 
     return check
 

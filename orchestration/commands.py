@@ -32,10 +32,13 @@ class TableJobFailed(Exception):
 
 def command(table: Table, full_refresh: bool = False) -> list[str]:
     if full_refresh and not isinstance(table, DerivedTable):
-        raise ValueError(f"{table.name}: only Silver and Gold tables have a full refresh; a Bronze "
-                         f"table is rebuilt by replaying its topic")
-    return lakehouse(table.layer, "--table", table.name, "--json",
-                     *(["--full-refresh"] if full_refresh else []))
+        raise ValueError(
+            f"{table.name}: only Silver and Gold tables have a full refresh; a Bronze "
+            f"table is rebuilt by replaying its topic"
+        )
+    return lakehouse(
+        table.layer, "--table", table.name, "--json", *(["--full-refresh"] if full_refresh else [])
+    )
 
 
 def run_table(table: Table, settings: Settings, full_refresh: bool = False) -> dict:
@@ -54,8 +57,9 @@ def maintain(settings: Settings) -> list[dict]:
 
 def _run(arguments: list[str], settings: Settings, name: str) -> list[dict]:
     """Runs a `lakehouse` command; returns the JSON objects it printed."""
-    done = subprocess.run(arguments, env={**os.environ, **settings.environment()},
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        arguments, env={**os.environ, **settings.environment()}, capture_output=True, text=True
+    )
     if done.returncode != 0:
         raise TableJobFailed(name, done.returncode, _message(done.stderr))
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
@@ -65,7 +69,7 @@ def _message(stderr: str) -> str:
     """The CLI's message: from its first line to the end; the log's tail without one."""
     lines = stderr.splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith(MESSAGE_PREFIXES)]
-    return "\n".join(lines[starts[0]:] if starts else lines[-30:]).strip()
+    return "\n".join(lines[starts[0] :] if starts else lines[-30:]).strip()
 
 
 def latest_results(settings: Settings, table: DerivedTable) -> dict[str, dict]:
@@ -76,7 +80,8 @@ def latest_results(settings: Settings, table: DerivedTable) -> dict[str, dict]:
             settings.warehouse,
             f"SELECT rule, tier, success, rows_checked, unexpected_count, sample_values, "
             f"validated_at, run_id FROM {results.qualified_name} "
-            f"WHERE table_name = '{table.name}' ORDER BY validated_at DESC").table
+            f"WHERE table_name = '{table.name}' ORDER BY validated_at DESC",
+        ).table
     except fastpath.QueryError:  # no results table yet: nothing was ever validated
         return {}
     newest: dict[str, dict] = {}

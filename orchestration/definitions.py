@@ -27,29 +27,54 @@ def build(settings: Settings) -> dg.Definitions:
     gold = [t for t in declared if isinstance(t, DerivedTable) and t.layer == "gold"]
     freshness_checks = [freshness_check(t, settings) for t in gold]
     # One step at a time: each is a Spark job of its own, and two cores run one well.
-    jobs = [dg.define_asset_job(EVERY_TABLE_JOB, selection=dg.AssetSelection.all(),
-                                executor_def=dg.in_process_executor,
-                                description="Every table, each after its inputs, as `lakehouse run` does."),
-            *(dg.define_asset_job(layer_job(layer), selection=dg.AssetSelection.groups(layer),
-                                  executor_def=dg.in_process_executor,
-                                  description=f"The {layer} tables alone.")
-              for layer in LAYERS),
-            dg.define_asset_job(FRESHNESS_JOB, selection=dg.AssetSelection.checks(*freshness_checks),
-                                executor_def=dg.in_process_executor,
-                                description="Whether every Gold table is within its freshness target."),
-            maintenance_job(settings)]
+    jobs = [
+        dg.define_asset_job(
+            EVERY_TABLE_JOB,
+            selection=dg.AssetSelection.all(),
+            executor_def=dg.in_process_executor,
+            description="Every table, each after its inputs, as `lakehouse run` does.",
+        ),
+        *(
+            dg.define_asset_job(
+                layer_job(layer),
+                selection=dg.AssetSelection.groups(layer),
+                executor_def=dg.in_process_executor,
+                description=f"The {layer} tables alone.",
+            )
+            for layer in LAYERS
+        ),
+        dg.define_asset_job(
+            FRESHNESS_JOB,
+            selection=dg.AssetSelection.checks(*freshness_checks),
+            executor_def=dg.in_process_executor,
+            description="Whether every Gold table is within its freshness target.",
+        ),
+        maintenance_job(settings),
+    ]
     schedules = [
-        dg.ScheduleDefinition(name=EVERY_TABLE_JOB, job_name=EVERY_TABLE_JOB,
-                              cron_schedule=settings.schedule_cron, execution_timezone="UTC",
-                              default_status=dg.DefaultScheduleStatus.RUNNING,
-                              description="SCHEDULE_CRON: the whole graph."),
-        dg.ScheduleDefinition(name=FRESHNESS_JOB, job_name=FRESHNESS_JOB,
-                              cron_schedule=FRESHNESS_CRON, execution_timezone="UTC",
-                              default_status=dg.DefaultScheduleStatus.RUNNING),
+        dg.ScheduleDefinition(
+            name=EVERY_TABLE_JOB,
+            job_name=EVERY_TABLE_JOB,
+            cron_schedule=settings.schedule_cron,
+            execution_timezone="UTC",
+            default_status=dg.DefaultScheduleStatus.RUNNING,
+            description="SCHEDULE_CRON: the whole graph.",
+        ),
+        dg.ScheduleDefinition(
+            name=FRESHNESS_JOB,
+            job_name=FRESHNESS_JOB,
+            cron_schedule=FRESHNESS_CRON,
+            execution_timezone="UTC",
+            default_status=dg.DefaultScheduleStatus.RUNNING,
+        ),
         maintenance_schedule(settings),
     ]
-    return dg.Definitions(assets=[table_asset(t, settings) for t in declared],
-                          asset_checks=freshness_checks, jobs=jobs, schedules=schedules)
+    return dg.Definitions(
+        assets=[table_asset(t, settings) for t in declared],
+        asset_checks=freshness_checks,
+        jobs=jobs,
+        schedules=schedules,
+    )
 
 
 defs = build(settings_module.load())

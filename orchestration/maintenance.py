@@ -12,12 +12,16 @@ MAINTENANCE_JOB = "maintenance"
 
 
 def maintenance_job(settings: Settings) -> dg.JobDefinition:
-    @dg.op(name="maintain_every_table",
-           description="Compaction (Bronze), cleaning and archival of every table "
-                       "(operations/maintenance.py), with the writers' retention.",
-           retry_policy=dg.RetryPolicy(max_retries=settings.scheduler_retries,
-                                       delay=settings.scheduler_retry_delay_seconds,
-                                       backoff=dg.Backoff.EXPONENTIAL))
+    @dg.op(
+        name="maintain_every_table",
+        description="Compaction (Bronze), cleaning and archival of every table "
+        "(operations/maintenance.py), with the writers' retention.",
+        retry_policy=dg.RetryPolicy(
+            max_retries=settings.scheduler_retries,
+            delay=settings.scheduler_retry_delay_seconds,
+            backoff=dg.Backoff.EXPONENTIAL,
+        ),
+    )
     def maintain_every_table(context) -> None:
         try:
             reports = maintain(settings)
@@ -25,14 +29,22 @@ def maintenance_job(settings: Settings) -> dg.JobDefinition:
             # A busy writer (the continuous pipeline) may be gone at the next try.
             retry = failure.retryable and context.retry_number < settings.scheduler_retries
             raise dg.Failure(description=str(failure), allow_retries=retry) from None
-        context.add_output_metadata({
-            r["table"]: (f"{', '.join(r['services'])}: snapshot files "
-                         f"{r['before']['snapshot_files']} -> {r['after']['snapshot_files']}, "
-                         f"stored files {r['before']['files']} -> {r['after']['files']}")
-            for r in reports})
+        context.add_output_metadata(
+            {
+                r["table"]: (
+                    f"{', '.join(r['services'])}: snapshot files "
+                    f"{r['before']['snapshot_files']} -> {r['after']['snapshot_files']}, "
+                    f"stored files {r['before']['files']} -> {r['after']['files']}"
+                )
+                for r in reports
+            }
+        )
 
-    @dg.job(name=MAINTENANCE_JOB, executor_def=dg.in_process_executor,
-            description="Hudi's table services over every table (`lakehouse maintain`).")
+    @dg.job(
+        name=MAINTENANCE_JOB,
+        executor_def=dg.in_process_executor,
+        description="Hudi's table services over every table (`lakehouse maintain`).",
+    )
     def maintenance():
         maintain_every_table()
 
@@ -40,8 +52,11 @@ def maintenance_job(settings: Settings) -> dg.JobDefinition:
 
 
 def maintenance_schedule(settings: Settings) -> dg.ScheduleDefinition:
-    return dg.ScheduleDefinition(name=MAINTENANCE_JOB, job_name=MAINTENANCE_JOB,
-                                 cron_schedule=settings.maintenance_cron,
-                                 execution_timezone="UTC",
-                                 default_status=dg.DefaultScheduleStatus.RUNNING,
-                                 description="MAINTENANCE_CRON: the table services.")
+    return dg.ScheduleDefinition(
+        name=MAINTENANCE_JOB,
+        job_name=MAINTENANCE_JOB,
+        cron_schedule=settings.maintenance_cron,
+        execution_timezone="UTC",
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description="MAINTENANCE_CRON: the table services.",
+    )

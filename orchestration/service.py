@@ -43,8 +43,17 @@ def command(settings: Settings, role: str) -> list[str]:
     """The Dagster process for `role`, on the definitions built from the declarations."""
     if role == "webserver":
         # Dagster's webserver behind the project's same-origin guard (orchestration/webserver.py).
-        return [sys.executable, "-m", "orchestration.webserver", "-h", "127.0.0.1",
-                "-p", str(settings.scheduler_port), "-m", DEFINITIONS]
+        return [
+            sys.executable,
+            "-m",
+            "orchestration.webserver",
+            "-h",
+            "127.0.0.1",
+            "-p",
+            str(settings.scheduler_port),
+            "-m",
+            DEFINITIONS,
+        ]
     return [str(Path(sys.executable).parent / "dagster-daemon"), "run", "-m", DEFINITIONS]
 
 
@@ -68,8 +77,9 @@ _LOCATIONS = "{ workspaceOrError { ... on Workspace { locationEntries { loadStat
 
 def answers(settings: Settings) -> bool:
     try:
-        reply = requests.post(f"http://localhost:{settings.scheduler_port}/graphql", timeout=5,
-                              json={"query": _LOCATIONS})
+        reply = requests.post(
+            f"http://localhost:{settings.scheduler_port}/graphql", timeout=5, json={"query": _LOCATIONS}
+        )
         entries = reply.json()["data"]["workspaceOrError"]["locationEntries"]
     except (requests.RequestException, ValueError, KeyError, TypeError):
         return False
@@ -78,8 +88,7 @@ def answers(settings: Settings) -> bool:
 
 def start(settings: Settings, report=print, timeout: float = 120) -> None:
     if shutil.which("java") is None:
-        raise ServiceError("Java is not installed: every table's job is a Spark job "
-                           "(`make install`).")
+        raise ServiceError("Java is not installed: every table's job is a Spark job (`make install`).")
     webserver = _process(settings, "webserver")
     if not webserver.running():
         ensure_port_free("scheduler", settings.scheduler_port, "SCHEDULER_PORT")
@@ -90,12 +99,16 @@ def start(settings: Settings, report=print, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while not answers(settings):
         if not webserver.running() or time.monotonic() > deadline:
-            raise ServiceError(f"the scheduler's webserver did not answer on port "
-                               f"{settings.scheduler_port}; see {webserver.log}")
+            raise ServiceError(
+                f"the scheduler's webserver did not answer on port "
+                f"{settings.scheduler_port}; see {webserver.log}"
+            )
         time.sleep(1)
-    report(f"scheduler on http://localhost:{settings.scheduler_port}/ (daemon log "
-           f"{_process(settings, 'daemon').log}); runs every table on '{settings.schedule_cron}' "
-           f"(SCHEDULE_CRON)")
+    report(
+        f"scheduler on http://localhost:{settings.scheduler_port}/ (daemon log "
+        f"{_process(settings, 'daemon').log}); runs every table on '{settings.schedule_cron}' "
+        f"(SCHEDULE_CRON)"
+    )
 
 
 def stop(settings: Settings, report=print) -> None:

@@ -23,8 +23,9 @@ LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 
 def refusal(scope: dict) -> str | None:
     """Why the guard refuses this ASGI request, or None."""
-    headers = {name.decode("latin-1").lower(): value.decode("latin-1")
-               for name, value in scope.get("headers", [])}
+    headers = {
+        name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", [])
+    }
     host = headers.get("host", "")
     if urlsplit(f"//{host}").hostname not in {name.strip("[]") for name in LOOPBACK_NAMES}:
         return f"Host {host!r} is not this machine's loopback address"
@@ -53,9 +54,16 @@ class SameOriginOnly:
             await send({"type": "websocket.close", "code": 1008, "reason": reason[:120]})
         else:
             body = f"refused by the RetailMax scheduler's guard: {reason}\n".encode()
-            await send({"type": "http.response.start", "status": 403,
-                        "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                    (b"content-length", str(len(body)).encode())]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 403,
+                    "headers": [
+                        (b"content-type", b"text/plain; charset=utf-8"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
 
 
@@ -65,8 +73,9 @@ def main() -> None:
     # The CLI builds its app through this module-level name; wrapping it is the one way in
     # that keeps every other option and behaviour of `dagster-webserver`.
     build = webserver_cli.create_app_from_workspace_process_context
-    webserver_cli.create_app_from_workspace_process_context = \
-        lambda *args, **kwargs: SameOriginOnly(build(*args, **kwargs))
+    webserver_cli.create_app_from_workspace_process_context = lambda *args, **kwargs: SameOriginOnly(
+        build(*args, **kwargs)
+    )
     webserver_cli.main()
 
 

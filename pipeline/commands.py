@@ -13,8 +13,11 @@ import sys
 EXIT_FAILURE, EXIT_CONFIGURATION, EXIT_QUALITY_GATE, EXIT_WRITER_BUSY = 1, 2, 3, 4
 
 # The command's own messages on stderr start with one of these, after Spark's log lines.
-ERROR, QUALITY_GATE_FAILED, CONFIGURATION_ERROR = ("error: ", "quality gate failed: ",
-                                                   "configuration error: ")
+ERROR, QUALITY_GATE_FAILED, CONFIGURATION_ERROR = (
+    "error: ",
+    "quality gate failed: ",
+    "configuration error: ",
+)
 MESSAGE_PREFIXES = (ERROR, QUALITY_GATE_FAILED, CONFIGURATION_ERROR)
 
 

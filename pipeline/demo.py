@@ -25,9 +25,11 @@ def up(settings: Settings, mode: str = "auto", report=print) -> None:
         if not process.running():
             process.start(lakehouse(*arguments))
         report(f"{name:<9} running (log {process.log})")
-    report(f"demo up ({mode} mode) in {time.monotonic() - began:.1f} s; dashboard on "
-           f"http://localhost:{settings.dashboard_port}/, Data Docs on "
-           f"http://localhost:{settings.docs_port}/")
+    report(
+        f"demo up ({mode} mode) in {time.monotonic() - began:.1f} s; dashboard on "
+        f"http://localhost:{settings.dashboard_port}/, Data Docs on "
+        f"http://localhost:{settings.docs_port}/"
+    )
     for s in stack.status(settings):
         report(f"  {s.name:<9} {'healthy' if s.healthy else 'DOWN':<8} {s.address} {s.detail}")
 

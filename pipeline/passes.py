@@ -33,24 +33,42 @@ def layer_tables(layer: str, names: list[str] | None) -> list[DerivedTable]:
     tables = [t for t in derived_tables() if t.layer == layer]
     unknown = set(names or ()) - {t.name for t in tables}
     if unknown:
-        raise ConfigurationError(f"no {layer} table {', '.join(sorted(unknown))}; known: "
-                                 f"{', '.join(t.name for t in tables)}")
+        raise ConfigurationError(
+            f"no {layer} table {', '.join(sorted(unknown))}; known: {', '.join(t.name for t in tables)}"
+        )
     return [t for t in tables if not names or t.name in names]
 
 
 def print_landed(counts, as_json: bool = False) -> None:
     for name, c in counts.items():
         if as_json:
-            print(json.dumps({"table": name, "messages": c.messages, "rows": c.rows,
-                              "quarantined": c.quarantined, "batches": c.batches,
-                              "seconds": round(c.seconds, 3)}), flush=True)
+            print(
+                json.dumps(
+                    {
+                        "table": name,
+                        "messages": c.messages,
+                        "rows": c.rows,
+                        "quarantined": c.quarantined,
+                        "batches": c.batches,
+                        "seconds": round(c.seconds, 3),
+                    }
+                ),
+                flush=True,
+            )
         else:
-            print(f"{name:<34} {c.messages:>9} messages  {c.rows:>9} rows  "
-                  f"{c.quarantined:>6} quarantined  {c.batches:>3} batches  {c.seconds:6.1f} s")
+            print(
+                f"{name:<34} {c.messages:>9} messages  {c.rows:>9} rows  "
+                f"{c.quarantined:>6} quarantined  {c.batches:>3} batches  {c.seconds:6.1f} s"
+            )
 
 
-def bronze(settings: Settings, names: list[str] | None = None, continuous: bool = False,
-           trigger_seconds: int | None = None, as_json: bool = False) -> None:
+def bronze(
+    settings: Settings,
+    names: list[str] | None = None,
+    continuous: bool = False,
+    trigger_seconds: int | None = None,
+    as_json: bool = False,
+) -> None:
     """Lands what Kafka holds now in the Bronze tables (`names`, or all), or with
     `continuous` keeps streaming a micro-batch every `trigger_seconds` until Ctrl-C."""
     tables = bronze_tables(names)  # an unknown name is refused before the lock is taken
@@ -70,8 +88,14 @@ def bronze(settings: Settings, names: list[str] | None = None, continuous: bool 
         print_landed(job.counts, as_json)
 
 
-def derived(settings: Settings, layer: str, names: list[str] | None = None,
-            full_refresh: bool = False, as_json: bool = False, runner: Runner | None = None) -> None:
+def derived(
+    settings: Settings,
+    layer: str,
+    names: list[str] | None = None,
+    full_refresh: bool = False,
+    as_json: bool = False,
+    runner: Runner | None = None,
+) -> None:
     """Brings the layer's tables (`names`, or all) up to date with their inputs' changes, or
     with `full_refresh` recomputes them from whole input snapshots."""
     tables = layer_tables(layer, names)
@@ -108,12 +132,16 @@ def run_continuously(settings: Settings, trigger_seconds: int, interval: int) ->
     with ExitStack() as writers:
         for layer in ("silver", "gold"):
             writers.enter_context(locks.exclusive_writer(settings, layer))
-        bronze_process = subprocess.Popen(lakehouse("bronze", "--continuous", "--trigger-seconds",
-                                                    str(trigger_seconds)))
+        bronze_process = subprocess.Popen(
+            lakehouse("bronze", "--continuous", "--trigger-seconds", str(trigger_seconds))
+        )
         # A SIGTERM to this process alone (not its group) must not leave Bronze running.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-        print(f"run: Bronze streaming every {trigger_seconds} s (process {bronze_process.pid}), "
-              f"Silver and Gold every {interval} s (Ctrl-C stops)", flush=True)
+        print(
+            f"run: Bronze streaming every {trigger_seconds} s (process {bronze_process.pid}), "
+            f"Silver and Gold every {interval} s (Ctrl-C stops)",
+            flush=True,
+        )
         try:
             runner = Runner(session(settings, "silver-gold"), settings)
             while bronze_process.poll() is None:
@@ -137,5 +165,6 @@ def run_continuously(settings: Settings, trigger_seconds: int, interval: int) ->
                 bronze_process.terminate()
                 bronze_process.wait()
         if bronze_process.returncode not in (0, -15):
-            raise RuntimeError(f"the Bronze streams stopped (exit {bronze_process.returncode}); "
-                               f"their error is printed above")
+            raise RuntimeError(
+                f"the Bronze streams stopped (exit {bronze_process.returncode}); their error is printed above"
+            )

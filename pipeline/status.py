@@ -17,8 +17,10 @@ def show(settings: Settings) -> bool:
     # The pages run with the demo only, so one that is not up fails no status check.
     for page in workers.pages(settings):
         print(page.line())
-    print(f"{'analyst':<9} {'':<8} {'JDBC sign-in':<30} user {settings.analyst_user}, "
-          f"password {settings.analyst_password}")
+    print(
+        f"{'analyst':<9} {'':<8} {'JDBC sign-in':<30} user {settings.analyst_user}, "
+        f"password {settings.analyst_password}"
+    )
     for line in stream_quarantine(settings):
         print(line)
     return all(s.healthy for s in statuses)
@@ -32,7 +34,9 @@ def stream_quarantine(settings: Settings) -> list[str]:
     for table in BRONZE_TABLES:
         counts = kept_out[kept_out["table"] == table.name].groupby("status")["rows"].sum()
         if not counts.empty:
-            lines.append(f"{'stream':<9} {'kept out':<8} {table.name:<30} "
-                         + ", ".join(f"{rows:,} {status}" for status, rows in sorted(counts.items()))
-                         + f" (see {table.quarantine.qualified_name})")
+            lines.append(
+                f"{'stream':<9} {'kept out':<8} {table.name:<30} "
+                + ", ".join(f"{rows:,} {status}" for status, rows in sorted(counts.items()))
+                + f" (see {table.quarantine.qualified_name})"
+            )
     return lines

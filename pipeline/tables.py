@@ -22,8 +22,11 @@ def derived_tables() -> list[DerivedTable]:
     read = {i.table.name for t in declared for i in t.inputs}
     pending, ordered = list(declared), []
     while pending:
-        ready = [t for t in pending
-                 if all(i.table in ordered or not isinstance(i.table, DerivedTable) for i in t.inputs)]
+        ready = [
+            t
+            for t in pending
+            if all(i.table in ordered or not isinstance(i.table, DerivedTable) for i in t.inputs)
+        ]
         if not ready:
             raise ValueError(f"tables {[t.name for t in pending]} read each other in a cycle")
         follows = [t for t in ready if ordered and any(i.table is ordered[-1] for i in t.inputs)]
@@ -50,9 +53,11 @@ def continuous_pass(tables: list[DerivedTable] | None = None) -> list[DerivedTab
 
 def declared_tables() -> list[Table]:
     derived = derived_tables()
-    return ([t for bronze in BRONZE_TABLES for t in (bronze, bronze.quarantine)]
-            + [t for table in derived for t in (table, table.quarantine)]
-            + [quality_results_table(layer) for layer in sorted({t.layer for t in derived})])
+    return (
+        [t for bronze in BRONZE_TABLES for t in (bronze, bronze.quarantine)]
+        + [t for table in derived for t in (table, table.quarantine)]
+        + [quality_results_table(layer) for layer in sorted({t.layer for t in derived})]
+    )
 
 
 def main_tables() -> list[Table]:
@@ -69,8 +74,10 @@ def select(names: list[str] | None, tables: list[Table]) -> list[Table]:
     for name in names:
         found = [t for t in tables if name in (t.layer, t.qualified_name, t.name)]
         if not found:
-            raise ConfigurationError(f"no table or layer {name!r}; known: "
-                                     f"{', '.join(LAYERS)}, {', '.join(t.qualified_name for t in tables)}")
+            raise ConfigurationError(
+                f"no table or layer {name!r}; known: "
+                f"{', '.join(LAYERS)}, {', '.join(t.qualified_name for t in tables)}"
+            )
         picked += [t for t in found if t not in picked]
     return picked
 

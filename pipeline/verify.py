@@ -44,8 +44,14 @@ class Verdict:
         return not (self.missing or self.extra or self.duplicated)
 
     def line(self) -> str:
-        state = "equal" if self.equal else (f"DIFFERS: {self.missing} missing, {self.extra} extra, "
-                                            f"{self.duplicated} duplicated keys; {self.sample}")
+        state = (
+            "equal"
+            if self.equal
+            else (
+                f"DIFFERS: {self.missing} missing, {self.extra} extra, "
+                f"{self.duplicated} duplicated keys; {self.sample}"
+            )
+        )
         return f"{self.table:<48} {self.rows:>9} rows  {state}"
 
 
@@ -67,21 +73,31 @@ def postgres_rows(db: psycopg.Connection, table: BronzeTable) -> list[tuple]:
 
 def bronze_rows(spark: SparkSession, settings: Settings, table: BronzeTable) -> list[tuple]:
     frame = spark.read.format("hudi").load(table.path(settings))
-    columns = [F.date_format(name, "yyyy-MM-dd HH:mm:ss.SSSSSS").alias(name) if kind == "timestamp"
-               else F.col(name).cast("string").alias(name) for name, kind in table.columns.items()]
+    columns = [
+        F.date_format(name, "yyyy-MM-dd HH:mm:ss.SSSSSS").alias(name)
+        if kind == "timestamp"
+        else F.col(name).cast("string").alias(name)
+        for name, kind in table.columns.items()
+    ]
     return [tuple(row) for row in frame.select(*columns).collect()]
 
 
-def bronze_against_postgres(spark: SparkSession, settings: Settings, db: psycopg.Connection,
-                            table: BronzeTable) -> Verdict:
+def bronze_against_postgres(
+    spark: SparkSession, settings: Settings, db: psycopg.Connection, table: BronzeTable
+) -> Verdict:
     expected = set(postgres_rows(db, table))
     actual = bronze_rows(spark, settings, table)
     key_positions = [list(table.columns).index(k) for k in table.record_key]
     keys = Counter(tuple(row[i] for i in key_positions) for row in actual)
     missing, extra = expected - set(actual), set(actual) - expected
-    return Verdict(table.name, len(expected), len(missing), len(extra),
-                   sum(1 for n in keys.values() if n > 1),
-                   f"missing e.g. {sorted(missing)[:2]}, extra e.g. {sorted(extra)[:2]}")
+    return Verdict(
+        table.name,
+        len(expected),
+        len(missing),
+        len(extra),
+        sum(1 for n in keys.values() if n > 1),
+        f"missing e.g. {sorted(missing)[:2]}, extra e.g. {sorted(extra)[:2]}",
+    )
 
 
 def _compare(name: str, expected: DataFrame, actual: DataFrame, keys: list[str]) -> Verdict:
@@ -89,8 +105,14 @@ def _compare(name: str, expected: DataFrame, actual: DataFrame, keys: list[str])
     try:
         missing, extra = expected.exceptAll(actual), actual.exceptAll(expected)
         duplicated = actual.groupBy(*keys).count().where("count > 1").count()
-        return Verdict(name, expected.count(), missing.count(), extra.count(), duplicated,
-                       f"missing e.g. {missing.limit(2).collect()}, extra e.g. {extra.limit(2).collect()}")
+        return Verdict(
+            name,
+            expected.count(),
+            missing.count(),
+            extra.count(),
+            duplicated,
+            f"missing e.g. {missing.limit(2).collect()}, extra e.g. {extra.limit(2).collect()}",
+        )
     finally:
         expected.unpersist()
         actual.unpersist()
@@ -99,27 +121,40 @@ def _compare(name: str, expected: DataFrame, actual: DataFrame, keys: list[str])
 def bronze_against_topic(spark: SparkSession, settings: Settings, table: BronzeTable) -> list[Verdict]:
     """An event table's keys against the valid messages its topic holds, and its quarantine
     against the malformed ones (read in one batch, with Bronze's own decoder)."""
-    raw = (spark.read.format("kafka").option("kafka.bootstrap.servers", settings.kafka_bootstrap)
-           .option("subscribe", table.topic).option("startingOffsets", "earliest")
-           .option("endingOffsets", "latest").load())
+    raw = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
+        .option("subscribe", table.topic)
+        .option("startingOffsets", "earliest")
+        .option("endingOffsets", "latest")
+        .load()
+    )
     classified = classify(raw, table, Plausible.of(settings)).cache()
     try:
         valid, malformed = split(classified, table)
         keys = list(table.record_key)
-        verdicts = [_compare(table.name, valid.select(keys).distinct(),
-                             snapshot(spark, table, settings).select(keys), keys)]
+        verdicts = [
+            _compare(
+                table.name, valid.select(keys).distinct(), snapshot(spark, table, settings).select(keys), keys
+            )
+        ]
         quarantine = table.quarantine
-        held = (snapshot(spark, quarantine, settings).select(*KAFKA_POSITION)
-                if exists(spark, quarantine.path(settings)) else malformed.select(*KAFKA_POSITION).limit(0))
-        verdicts.append(_compare(quarantine.name, malformed.select(*KAFKA_POSITION), held,
-                                 list(KAFKA_POSITION)))
+        held = (
+            snapshot(spark, quarantine, settings).select(*KAFKA_POSITION)
+            if exists(spark, quarantine.path(settings))
+            else malformed.select(*KAFKA_POSITION).limit(0)
+        )
+        verdicts.append(
+            _compare(quarantine.name, malformed.select(*KAFKA_POSITION), held, list(KAFKA_POSITION))
+        )
         return verdicts
     finally:
         classified.unpersist()
 
 
-def bronze(spark: SparkSession, settings: Settings, db: psycopg.Connection,
-           tables: tuple[BronzeTable, ...]) -> list[Verdict]:
+def bronze(
+    spark: SparkSession, settings: Settings, db: psycopg.Connection, tables: tuple[BronzeTable, ...]
+) -> list[Verdict]:
     verdicts = []
     for table in tables:
         if table.envelope == DEBEZIUM:
@@ -137,9 +172,11 @@ def derived_against_rebuild(spark: SparkSession, settings: Settings, table: Deri
     return _compare(table.name, expected, actual, list(table.record_key))
 
 
-def derived_between(spark: SparkSession, table: DerivedTable, expected: Settings,
-                    actual: Settings) -> Verdict:
+def derived_between(
+    spark: SparkSession, table: DerivedTable, expected: Settings, actual: Settings
+) -> Verdict:
     """A derived table in one warehouse against the same table in another (a cluster's)."""
     rows = snapshot(spark, table, expected)
-    return _compare(table.name, rows, snapshot(spark, table, actual).select(rows.columns),
-                    list(table.record_key))
+    return _compare(
+        table.name, rows, snapshot(spark, table, actual).select(rows.columns), list(table.record_key)
+    )

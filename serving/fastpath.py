@@ -50,17 +50,21 @@ def existing_tables(warehouse: str) -> list[str]:
     """The qualified names of the Hudi tables in a local warehouse."""
     if "://" in warehouse:
         return []
-    return sorted(f"{layer}.{path.parent.parent.name}"
-                  for layer in LAYERS
-                  for path in Path(warehouse, layer).glob("*/.hoodie/hoodie.properties"))
+    return sorted(
+        f"{layer}.{path.parent.parent.name}"
+        for layer in LAYERS
+        for path in Path(warehouse, layer).glob("*/.hoodie/hoodie.properties")
+    )
 
 
 def _open(warehouse: str, layer: str, name: str) -> HudiDataFusionDataSource:
     path = table_path(warehouse, layer, name)
     if "://" not in warehouse and not Path(path, ".hoodie", "hoodie.properties").exists():
         known = existing_tables(warehouse)
-        raise QueryError(f"unknown table {layer}.{name}: no Hudi table at {path} (tables: "
-                         f"{', '.join(known) if known else 'none yet; run `lakehouse run`'})")
+        raise QueryError(
+            f"unknown table {layer}.{name}: no Hudi table at {path} (tables: "
+            f"{', '.join(known) if known else 'none yet; run `lakehouse run`'})"
+        )
     try:
         HudiTable(path).get_timeline().get_latest_commit_timestamp()
         return HudiDataFusionDataSource(path)
@@ -69,8 +73,10 @@ def _open(warehouse: str, layer: str, name: str) -> HudiDataFusionDataSource:
     except BaseException as error:  # noqa: BLE001 - hudi-rs raises its own errors and Rust panics
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         if "no completed commit" in reason.lower():
-            raise QueryError(f"table {layer}.{name} has no data yet: its first commit has not "
-                             f"completed (run `lakehouse run`)") from None
+            raise QueryError(
+                f"table {layer}.{name} has no data yet: its first commit has not "
+                f"completed (run `lakehouse run`)"
+            ) from None
         raise QueryError(f"hudi-rs cannot read {layer}.{name} at {path}: {reason}") from None
 
 
@@ -93,8 +99,9 @@ def query(warehouse: str, sql: str) -> Result:
     except Exception as error:  # noqa: BLE001 - DataFusion's errors carry the reason in their text
         message = " ".join(str(error).split())
         if refused := REFUSED.search(message):
-            raise QueryError(f"query refused: `lakehouse query` only reads (SELECT, WITH, "
-                             f"EXPLAIN); {refused[0]}") from None
+            raise QueryError(
+                f"query refused: `lakehouse query` only reads (SELECT, WITH, EXPLAIN); {refused[0]}"
+            ) from None
         raise QueryError(f"query failed: {message}") from None
     return Result(result, tuple(f"{layer}.{name}" for layer, name in tables))
 

@@ -35,27 +35,40 @@ def history(warehouse: str, qualified_name: str) -> list[Commit]:
     """The table's commits on its active timeline, oldest first. The layer may be left out
     of the name where the table's name is found in one layer only."""
     if "." not in qualified_name:
-        matches = [f"{layer}.{qualified_name}" for layer in LAYERS
-                   if Path(table_path(warehouse, layer, qualified_name)).is_dir()]
+        matches = [
+            f"{layer}.{qualified_name}"
+            for layer in LAYERS
+            if Path(table_path(warehouse, layer, qualified_name)).is_dir()
+        ]
         qualified_name = matches[0] if len(matches) == 1 else qualified_name
     layer, _, name = qualified_name.partition(".")
     if layer not in LAYERS or not name:
-        raise QueryError(f"name a table as <layer>.<table>, e.g. gold.hudi_daily_sales_gold "
-                         f"(got {qualified_name!r})")
+        raise QueryError(
+            f"name a table as <layer>.<table>, e.g. gold.hudi_daily_sales_gold (got {qualified_name!r})"
+        )
     if "://" in warehouse:
-        raise QueryError("history lists a local warehouse; on remote storage use Spark: "
-                         f"lakehouse sql \"CALL show_commits(table => '{qualified_name}')\"")
+        raise QueryError(
+            "history lists a local warehouse; on remote storage use Spark: "
+            f"lakehouse sql \"CALL show_commits(table => '{qualified_name}')\""
+        )
     path = table_path(warehouse, layer, name)
     timeline_dir = Path(path, ".hoodie", "timeline")
     if not timeline_dir.is_dir():
-        raise QueryError(f"unknown table {qualified_name}: no Hudi table at {path} (tables: "
-                         f"{', '.join(existing_tables(warehouse)) or 'none yet'})")
+        raise QueryError(
+            f"unknown table {qualified_name}: no Hudi table at {path} (tables: "
+            f"{', '.join(existing_tables(warehouse)) or 'none yet'})"
+        )
     completed_at = completed_instants(path)
     timeline = HudiTable(path).get_timeline()
-    instants = (timeline.get_completed_commits() + timeline.get_completed_deltacommits()
-                + timeline.get_completed_replacecommits())
-    commits = [_commit(timeline, instant, completed_at.get((instant.timestamp, instant.action), ""))
-               for instant in instants]
+    instants = (
+        timeline.get_completed_commits()
+        + timeline.get_completed_deltacommits()
+        + timeline.get_completed_replacecommits()
+    )
+    commits = [
+        _commit(timeline, instant, completed_at.get((instant.timestamp, instant.action), ""))
+        for instant in instants
+    ]
     return sorted(commits, key=lambda c: (c.completed, c.requested))
 
 
@@ -74,25 +87,50 @@ def completed_instants(path: str) -> dict[tuple[str, str], str]:
 
 def _commit(timeline, instant, completed: str) -> Commit:
     metadata = json.loads(timeline.get_instant_metadata_in_json(instant))
-    stats = [s for partition in (metadata.get("partitionToWriteStats") or {}).values()
-             for s in partition]
+    stats = [s for partition in (metadata.get("partitionToWriteStats") or {}).values() for s in partition]
     return Commit(
-        requested=instant.timestamp, completed=completed, action=instant.action,
+        requested=instant.timestamp,
+        completed=completed,
+        action=instant.action,
         # Compaction commits carry no operation type: they rewrite, they do not change rows.
         operation=metadata.get("operationType") or ("COMPACT" if metadata.get("compacted") else ""),
         rows_written=sum(s.get("numWrites", 0) for s in stats),
         inserted=sum(s.get("numInserts", 0) for s in stats),
         updated=sum(s.get("numUpdateWrites", 0) for s in stats),
-        deleted=sum(s.get("numDeletes", 0) for s in stats))
+        deleted=sum(s.get("numDeletes", 0) for s in stats),
+    )
 
 
 def render(commits: list[Commit]) -> str:
-    header = ("requested", "completed", "action", "operation", "rows written", "inserted",
-              "updated", "deleted")
-    rows = [header] + [(c.requested, c.completed, c.action, c.operation, f"{c.rows_written:,}",
-                        f"{c.inserted:,}", f"{c.updated:,}", f"{c.deleted:,}") for c in commits]
+    header = (
+        "requested",
+        "completed",
+        "action",
+        "operation",
+        "rows written",
+        "inserted",
+        "updated",
+        "deleted",
+    )
+    rows = [header] + [
+        (
+            c.requested,
+            c.completed,
+            c.action,
+            c.operation,
+            f"{c.rows_written:,}",
+            f"{c.inserted:,}",
+            f"{c.updated:,}",
+            f"{c.deleted:,}",
+        )
+        for c in commits
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(value.ljust(width) for value, width in zip(row, widths)).rstrip()
-             for row in rows]
-    return "\n".join(lines + [f"{len(commits)} commits on the active timeline; read the table as "
-                              f"of one with TIMESTAMP AS OF '<completed>'"])
+    lines = ["  ".join(value.ljust(width) for value, width in zip(row, widths)).rstrip() for row in rows]
+    return "\n".join(
+        lines
+        + [
+            f"{len(commits)} commits on the active timeline; read the table as "
+            f"of one with TIMESTAMP AS OF '<completed>'"
+        ]
+    )

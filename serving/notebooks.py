@@ -20,14 +20,18 @@ def open_lakehouse(app_name: str, *tables: str) -> tuple[SparkSession, Settings]
     table in `tables` (qualified names) holds data."""
     settings = load()
     if not port_open(settings.pg_host, settings.pg_port):
-        raise NotReady(f"The stack is not up: Postgres, which holds the shared catalog, does not "
-                       f"answer at {settings.pg_host}:{settings.pg_port}. Run `make up`, then run "
-                       f"this notebook again.")
+        raise NotReady(
+            f"The stack is not up: Postgres, which holds the shared catalog, does not "
+            f"answer at {settings.pg_host}:{settings.pg_port}. Run `make up`, then run "
+            f"this notebook again."
+        )
     session = spark.session(settings, app_name)
     catalog.register(session, settings, declared_tables())
     missing = [name for name in tables if not session.catalog.tableExists(name)]
     if missing:
-        raise NotReady(f"{', '.join(missing)} holds no data yet: `make up` builds every table "
-                       f"within a few minutes of starting (or run `lakehouse run`), then run "
-                       f"this notebook again.")
+        raise NotReady(
+            f"{', '.join(missing)} holds no data yet: `make up` builds every table "
+            f"within a few minutes of starting (or run `lakehouse run`), then run "
+            f"this notebook again."
+        )
     return session, settings

@@ -24,13 +24,18 @@ def settings(tmp_path_factory, request):
     warehouse.chmod(0o755)
     base = settings_module.load()
     integration = _runs_integration_tests(request.session)
-    yield dataclasses.replace(base, warehouse=str(warehouse),
-                               quality_dir=tmp_path_factory.mktemp("quality"),
-                               checkpoints=str(warehouse / "_checkpoints"),
-                               shuffle_partitions=2, spark_ui=False,
-                               compact_every_delta_commits=3,
-                               metastore_database="metastore_tests" if integration else "",
-                               thrift_port=base.thrift_port + 1, thrift_memory="1g")
+    yield dataclasses.replace(
+        base,
+        warehouse=str(warehouse),
+        quality_dir=tmp_path_factory.mktemp("quality"),
+        checkpoints=str(warehouse / "_checkpoints"),
+        shuffle_partitions=2,
+        spark_ui=False,
+        compact_every_delta_commits=3,
+        metastore_database="metastore_tests" if integration else "",
+        thrift_port=base.thrift_port + 1,
+        thrift_memory="1g",
+    )
     shutil.rmtree(warehouse, ignore_errors=True)
 
 
@@ -80,8 +85,9 @@ def _seed_events(settings, count: int = 300) -> None:
         customer_ids = [row[0] for row in db.execute("SELECT customer_id FROM retail.customer_master")]
         products = db.execute("SELECT product_id, sku FROM retail.product_catalog").fetchall()
     producer = KafkaProducer(bootstrap_servers=settings.kafka_bootstrap)
-    streams = EventStreams(producer, 5, customer_ids, [sku for _, sku in products],
-                           [product_id for product_id, _ in products])
+    streams = EventStreams(
+        producer, 5, customer_ids, [sku for _, sku in products], [product_id for product_id, _ in products]
+    )
     for _ in range(count):
         streams.step()
     producer.flush()

@@ -24,13 +24,19 @@ def first_pass() -> None:
     states = ui.table_states()
     if gold_committed(states):
         st.rerun()
-    progress = ", ".join(f"{layer} {done} of {declared}"
-                         for layer, (done, declared) in panels.first_pass(states).items())
-    running = (f"The pipeline's first pass is running; the first Gold commit usually comes "
-               f"{ui.FIRST_GOLD_COMMIT_USUALLY}." if ui.pipeline_running() else
-               "The pipeline is not running: `make up` starts it, `lakehouse run` makes one pass.")
-    st.info(f"Gold has no data yet. Tables committed so far: {progress}. {running} The Pipeline "
-            f"page shows each table; this page refreshes itself.")
+    progress = ", ".join(
+        f"{layer} {done} of {declared}" for layer, (done, declared) in panels.first_pass(states).items()
+    )
+    running = (
+        f"The pipeline's first pass is running; the first Gold commit usually comes "
+        f"{ui.FIRST_GOLD_COMMIT_USUALLY}."
+        if ui.pipeline_running()
+        else "The pipeline is not running: `make up` starts it, `lakehouse run` makes one pass."
+    )
+    st.info(
+        f"Gold has no data yet. Tables committed so far: {progress}. {running} The Pipeline "
+        f"page shows each table; this page refreshes itself."
+    )
 
 
 if not gold_committed(ui.table_states()):
@@ -47,13 +53,20 @@ if problem:
 with st.sidebar:
     st.header("Filter")
     dates = st.date_input("Order dates", value=(chosen.start, chosen.end))
-    regions = st.multiselect("Regions", sorted(sales["region"].dropna().unique()),
-                             default=[r for r in chosen.regions if r in set(sales["region"])])
-    categories = st.multiselect("Categories", sorted(sales["product_category"].dropna().unique()),
-                                default=[c for c in chosen.categories if c in set(sales["product_category"])])
+    regions = st.multiselect(
+        "Regions",
+        sorted(sales["region"].dropna().unique()),
+        default=[r for r in chosen.regions if r in set(sales["region"])],
+    )
+    categories = st.multiselect(
+        "Categories",
+        sorted(sales["product_category"].dropna().unique()),
+        default=[c for c in chosen.categories if c in set(sales["product_category"])],
+    )
 # While a range is being picked the widget holds its first day only.
-start, end = ((dates[0], dates[-1]) if isinstance(dates, (tuple, list)) and dates
-              else (chosen.start, chosen.end))
+start, end = (
+    (dates[0], dates[-1]) if isinstance(dates, (tuple, list)) and dates else (chosen.start, chosen.end)
+)
 sales_filter = panels.SalesFilter(start, end, tuple(regions), tuple(categories))
 st.query_params.from_dict(panels.filter_params(sales_filter))
 
@@ -68,9 +81,11 @@ def business_panels(sales_filter: panels.SalesFilter) -> None:
     if sales is None:
         return
     gold = {state.name: state for state in ui.table_states()}[DAILY_SALES.name]
-    st.caption(f"From {DAILY_SALES.qualified_name}, completed order lines; last commit "
-               f"{gold.last_commit:%Y-%m-%d %H:%M:%S} UTC. Refreshes every "
-               f"{ui.refresh_seconds()} s.")
+    st.caption(
+        f"From {DAILY_SALES.qualified_name}, completed order lines; last commit "
+        f"{gold.last_commit:%Y-%m-%d %H:%M:%S} UTC. Refreshes every "
+        f"{ui.refresh_seconds()} s."
+    )
     chosen = panels.select_sales(sales, sales_filter)
     in_range = panels.totals(chosen)
     st.subheader(f"{sales_filter.start} to {sales_filter.end}")
@@ -79,8 +94,9 @@ def business_panels(sales_filter: panels.SalesFilter) -> None:
     columns[1].metric("Units sold", f"{in_range.units:,}")
     columns[2].metric("Order lines", f"{in_range.lines:,}")
 
-    today, week = panels.today_against_last_week(panels.select_sales(sales, sales_filter, dates=False),
-                                                 ui.now().date())
+    today, week = panels.today_against_last_week(
+        panels.select_sales(sales, sales_filter, dates=False), ui.now().date()
+    )
     st.subheader(f"Today ({ui.now():%Y-%m-%d}) against the average day of the last {panels.WEEK}")
     columns = st.columns(3)
     columns[0].metric("Sales today", money(today.sales), delta=money(today.sales - week.sales))
@@ -107,13 +123,18 @@ def business_panels(sales_filter: panels.SalesFilter) -> None:
         st.subheader("Top products")
         products = ui.read(ui.top_products, panels.top_products_query(sales_filter))
         if products is not None:
-            st.dataframe(products.astype({"total_sales_amount": float}), hide_index=True, width="stretch",
-                         column_order=("product_name", "product_category", "total_sales_amount",
-                                       "units_sold"),
-                         column_config={"product_name": "product", "product_category": "category",
-                                        "total_sales_amount": st.column_config.NumberColumn(
-                                            "sales", format="%.2f"),
-                                        "units_sold": "units"})
+            st.dataframe(
+                products.astype({"total_sales_amount": float}),
+                hide_index=True,
+                width="stretch",
+                column_order=("product_name", "product_category", "total_sales_amount", "units_sold"),
+                column_config={
+                    "product_name": "product",
+                    "product_category": "category",
+                    "total_sales_amount": st.column_config.NumberColumn("sales", format="%.2f"),
+                    "units_sold": "units",
+                },
+            )
 
 
 business_panels(sales_filter)

@@ -15,9 +15,11 @@ st.title("Pipeline health")
 @st.fragment(run_every=ui.refresh_seconds())
 def pipeline_panels() -> None:
     now = ui.now()
-    st.caption(f"As of {now:%Y-%m-%d %H:%M:%S} UTC; refreshes every {ui.refresh_seconds()} s. "
-               "Lag behind source: how long the oldest change a table has not taken yet has "
-               "waited (in Kafka for Bronze, in an input table's commit for Silver and Gold).")
+    st.caption(
+        f"As of {now:%Y-%m-%d %H:%M:%S} UTC; refreshes every {ui.refresh_seconds()} s. "
+        "Lag behind source: how long the oldest change a table has not taken yet has "
+        "waited (in Kafka for Bronze, in an input table's commit for Silver and Gold)."
+    )
     states = ui.table_states()
     rows = ui.read(ui.quarantine_rows)
     results = ui.read(ui.quality_results)
@@ -30,10 +32,13 @@ def pipeline_panels() -> None:
 
     st.subheader("Tables: Postgres and Kafka → Bronze → Silver → Gold")
     # Tall enough for every table: a scrolled table hides the end of the chain, Gold.
-    st.dataframe(panels.freshness(states, now), hide_index=True, width="stretch",
-                 height=38 + 35 * len(states),
-                 column_config={"last commit (UTC)": st.column_config.DatetimeColumn(
-                     format="YYYY-MM-DD HH:mm:ss")})
+    st.dataframe(
+        panels.freshness(states, now),
+        hide_index=True,
+        width="stretch",
+        height=38 + 35 * len(states),
+        column_config={"last commit (UTC)": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss")},
+    )
 
     left, right = st.columns(2)
     with left:
@@ -65,13 +70,22 @@ def pipeline_panels() -> None:
         st.subheader("Services")
         statuses = ui.read(ui.services)
         if statuses is not None:
-            st.dataframe([{"service": s.name, "healthy": s.healthy, "address": s.address,
-                           "detail": s.detail} for s in statuses], hide_index=True, width="stretch")
+            st.dataframe(
+                [
+                    {"service": s.name, "healthy": s.healthy, "address": s.address, "detail": s.detail}
+                    for s in statuses
+                ],
+                hide_index=True,
+                width="stretch",
+            )
     with right:
         st.subheader("Other pages")
         for page in ui.pages():
-            st.markdown(f"- [{page.name}]({page.address}): {page.detail}" if page.healthy
-                        else f"- {page.name} ({page.address}): not running")
+            st.markdown(
+                f"- [{page.name}]({page.address}): {page.detail}"
+                if page.healthy
+                else f"- {page.name} ({page.address}): not running"
+            )
 
 
 pipeline_panels()

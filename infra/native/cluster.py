@@ -36,8 +36,11 @@ HOST = "127.0.0.1"
 MASTER_UI_PORT = 8090
 FIRST_WORKER_UI_PORT = 8091
 NAMENODE_UI_PORT = 9870
-DATANODE_PORTS = {"dfs.datanode.address": 9866, "dfs.datanode.http.address": 9864,
-                  "dfs.datanode.ipc.address": 9867}
+DATANODE_PORTS = {
+    "dfs.datanode.address": 9866,
+    "dfs.datanode.http.address": 9864,
+    "dfs.datanode.ipc.address": 9867,
+}
 # Each daemon's own heap; what a worker offers executors is SPARK_WORKER_MEMORY.
 DAEMON_HEAP = "512m"
 
@@ -59,8 +62,7 @@ class ClusterDaemon(ABC):
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.process = BackgroundProcess(self.name, settings.state_dir / "run",
-                                         settings.state_dir / "logs")
+        self.process = BackgroundProcess(self.name, settings.state_dir / "run", settings.state_dir / "logs")
         self.log = self.process.log
         self.home = settings.state_dir / "cluster"
 
@@ -72,8 +74,13 @@ class ClusterDaemon(ABC):
             return
         self.prepare()
         self.process.start(self.command(), env=self.environment())
-        wait_until(self.healthy, self.startup_timeout, f"{self.name} (log {self.log})", self.log,
-                   alive=self.process.running)
+        wait_until(
+            self.healthy,
+            self.startup_timeout,
+            f"{self.name} (log {self.log})",
+            self.log,
+            alive=self.process.running,
+        )
 
     def run_in_foreground(self) -> None:
         """Becomes the daemon (a container's main process, docker-compose.yml)."""
@@ -111,14 +118,21 @@ class HdfsDaemon(ClusterDaemon):
 
     def command(self) -> list[str]:
         conf = write_hadoop_conf(self.settings)
-        return ["java", f"-Xmx{DAEMON_HEAP}", "-cp",
-                f"{conf}:{hadoop_classpath(self.settings.state_dir)}", self.main_class]
+        return [
+            "java",
+            f"-Xmx{DAEMON_HEAP}",
+            "-cp",
+            f"{conf}:{hadoop_classpath(self.settings.state_dir)}",
+            self.main_class,
+        ]
 
     def _namenode_info(self) -> dict | None:
         try:
-            answer = requests.get(f"http://{HOST}:{NAMENODE_UI_PORT}/jmx",
-                                  params={"qry": "Hadoop:service=NameNode,name=NameNodeInfo"},
-                                  timeout=2)
+            answer = requests.get(
+                f"http://{HOST}:{NAMENODE_UI_PORT}/jmx",
+                params={"qry": "Hadoop:service=NameNode,name=NameNodeInfo"},
+                timeout=2,
+            )
             return answer.json()["beans"][0] if answer.ok and answer.json()["beans"] else None
         except (requests.RequestException, ValueError, KeyError):
             return None
@@ -133,18 +147,22 @@ class NameNode(HdfsDaemon):
         return hdfs_url(self.settings)
 
     def ports(self):
-        return [(self.settings.hdfs_namenode_port, "HDFS_NAMENODE_PORT"),
-                (NAMENODE_UI_PORT, "HDFS_NAMENODE_PORT")]
+        return [
+            (self.settings.hdfs_namenode_port, "HDFS_NAMENODE_PORT"),
+            (NAMENODE_UI_PORT, "HDFS_NAMENODE_PORT"),
+        ]
 
     def prepare(self) -> None:
         super().prepare()
         if (self.home / "hdfs" / "name" / "current" / "VERSION").exists():
             return
-        result = subprocess.run([*self.command(), "-format", "-nonInteractive"],
-                                capture_output=True, text=True)
+        result = subprocess.run(
+            [*self.command(), "-format", "-nonInteractive"], capture_output=True, text=True
+        )
         if result.returncode != 0:
-            raise ServiceError(f"Formatting the NameNode failed:\n{result.stdout[-2000:]}"
-                               f"{result.stderr[-2000:]}")
+            raise ServiceError(
+                f"Formatting the NameNode failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}"
+            )
 
     def healthy(self) -> bool:
         return port_open(HOST, self.settings.hdfs_namenode_port) and self._namenode_info() is not None
@@ -173,8 +191,7 @@ class SparkDaemon(ClusterDaemon):
     def environment(self) -> dict[str, str]:
         # --host binds a daemon's RPC; its web UI binds to SPARK_LOCAL_IP (all interfaces
         # without it).
-        return {"SPARK_HOME": str(SPARK_HOME), "SPARK_DAEMON_MEMORY": DAEMON_HEAP,
-                "SPARK_LOCAL_IP": HOST}
+        return {"SPARK_HOME": str(SPARK_HOME), "SPARK_DAEMON_MEMORY": DAEMON_HEAP, "SPARK_LOCAL_IP": HOST}
 
     @abstractmethod
     def arguments(self) -> list[str]: ...
@@ -196,12 +213,17 @@ class SparkMaster(SparkDaemon):
         return master_url(self.settings)
 
     def ports(self):
-        return [(self.settings.spark_master_port, "SPARK_MASTER_PORT"),
-                (MASTER_UI_PORT, "SPARK_MASTER_PORT")]
+        return [(self.settings.spark_master_port, "SPARK_MASTER_PORT"), (MASTER_UI_PORT, "SPARK_MASTER_PORT")]
 
     def arguments(self) -> list[str]:
-        return ["--host", HOST, "--port", str(self.settings.spark_master_port),
-                "--webui-port", str(MASTER_UI_PORT)]
+        return [
+            "--host",
+            HOST,
+            "--port",
+            str(self.settings.spark_master_port),
+            "--webui-port",
+            str(MASTER_UI_PORT),
+        ]
 
     def healthy(self) -> bool:
         state = self._master_state()
@@ -228,9 +250,17 @@ class SparkWorker(SparkDaemon):
         return [(self.ui_port, "SPARK_WORKERS")]
 
     def arguments(self) -> list[str]:
-        return ["--host", HOST, "--cores", str(self.settings.spark_worker_cores),
-                "--memory", self.settings.spark_worker_memory, "--webui-port", str(self.ui_port),
-                master_url(self.settings)]
+        return [
+            "--host",
+            HOST,
+            "--cores",
+            str(self.settings.spark_worker_cores),
+            "--memory",
+            self.settings.spark_worker_memory,
+            "--webui-port",
+            str(self.ui_port),
+            master_url(self.settings),
+        ]
 
     def environment(self) -> dict[str, str]:
         # Executors' logs and the files they are sent (jars, --py-files) live here.
@@ -242,13 +272,18 @@ class SparkWorker(SparkDaemon):
         state = self._master_state()
         return bool(state) and any(
             w.get("state") == "ALIVE" and w.get("webuiaddress", "").endswith(f":{self.ui_port}")
-            for w in state.get("workers", []))
+            for w in state.get("workers", [])
+        )
 
 
 def daemons(settings: Settings) -> list[ClusterDaemon]:
     """In start order: HDFS, then Spark's master and its workers."""
-    return [NameNode(settings), DataNode(settings), SparkMaster(settings),
-            *(SparkWorker(settings, n) for n in range(1, settings.spark_workers + 1))]
+    return [
+        NameNode(settings),
+        DataNode(settings),
+        SparkMaster(settings),
+        *(SparkWorker(settings, n) for n in range(1, settings.spark_workers + 1)),
+    ]
 
 
 def write_hadoop_conf(settings: Settings) -> Path:
@@ -273,14 +308,17 @@ def write_hadoop_conf(settings: Settings) -> Path:
     }
     for name, values in properties.items():
         conf.mkdir(parents=True, exist_ok=True)
-        rows = "".join(f"  <property><name>{key}</name><value>{escape(value)}</value></property>\n"
-                       for key, value in values.items())
+        rows = "".join(
+            f"  <property><name>{key}</name><value>{escape(value)}</value></property>\n"
+            for key, value in values.items()
+        )
         (conf / name).write_text(f"<configuration>\n{rows}</configuration>\n")
     (conf / "log4j.properties").write_text(
         "log4j.rootLogger=INFO, console\n"
         "log4j.appender.console=org.apache.log4j.ConsoleAppender\n"
         "log4j.appender.console.layout=org.apache.log4j.PatternLayout\n"
-        "log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{1}: %m%n\n")
+        "log4j.appender.console.layout.ConversionPattern=%d{ISO8601} %p %c{1}: %m%n\n"
+    )
     # The daemons' web servers look their static pages up on the class path; Maven's jars do
     # not carry them (the Hadoop tarball does), and empty folders serve the JMX API all the same.
     for webapp in ("hdfs", "datanode"):
@@ -293,10 +331,12 @@ def start(settings: Settings, report=print) -> None:
         began = time.monotonic()
         daemon.start()
         report(f"{daemon.name:<14} healthy in {time.monotonic() - began:5.1f} s (log {daemon.log})")
-    report(f"Spark master {master_url(settings)} (UI http://{HOST}:{MASTER_UI_PORT}/), "
-           f"HDFS {hdfs_url(settings)} (UI http://{HOST}:{NAMENODE_UI_PORT}/). Run the jobs on it "
-           f"with SPARK_MASTER={master_url(settings)} "
-           f"LAKEHOUSE_WAREHOUSE={hdfs_url(settings)}/retailmax/warehouse")
+    report(
+        f"Spark master {master_url(settings)} (UI http://{HOST}:{MASTER_UI_PORT}/), "
+        f"HDFS {hdfs_url(settings)} (UI http://{HOST}:{NAMENODE_UI_PORT}/). Run the jobs on it "
+        f"with SPARK_MASTER={master_url(settings)} "
+        f"LAKEHOUSE_WAREHOUSE={hdfs_url(settings)}/retailmax/warehouse"
+    )
 
 
 def stop(settings: Settings, report=print) -> None:

@@ -33,20 +33,31 @@ def _resolve(pom: str, version_property: str, version: str, target: Path) -> Non
     _require_maven()
     shutil.rmtree(target, ignore_errors=True)
     command = [
-        "mvn", "-q", "-B", "-f", str(MANIFESTS / pom), f"-D{version_property}={version}",
-        "dependency:copy-dependencies", "-DincludeScope=runtime", f"-DoutputDirectory={target}",
+        "mvn",
+        "-q",
+        "-B",
+        "-f",
+        str(MANIFESTS / pom),
+        f"-D{version_property}={version}",
+        "dependency:copy-dependencies",
+        "-DincludeScope=runtime",
+        f"-DoutputDirectory={target}",
     ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
-        raise ServiceError(f"Maven could not resolve {pom} ({version_property}={version}):\n"
-                           f"{result.stdout[-3000:]}{result.stderr[-2000:]}")
+        raise ServiceError(
+            f"Maven could not resolve {pom} ({version_property}={version}):\n"
+            f"{result.stdout[-3000:]}{result.stderr[-2000:]}"
+        )
     done.write_text(version + "\n")
 
 
 def _require_maven() -> None:
     if shutil.which("mvn") is None:
-        raise ServiceError("Maven (`mvn`) is needed to fetch the service jars: "
-                           "run `make install` (or `apt-get install maven`).")
+        raise ServiceError(
+            "Maven (`mvn`) is needed to fetch the service jars: "
+            "run `make install` (or `apt-get install maven`)."
+        )
 
 
 def ensure_jars(state_dir: Path) -> Jars:
@@ -55,8 +66,12 @@ def ensure_jars(state_dir: Path) -> Jars:
     plugins = state_dir / "jars" / f"connect-plugins-debezium-{versions['DEBEZIUM_VERSION']}"
     _resolve("kafka.pom.xml", "kafka.version", versions["KAFKA_VERSION"], kafka_dir)
     # Connect isolates each plugin in its own class loader: one folder per plugin.
-    _resolve("debezium.pom.xml", "debezium.version", versions["DEBEZIUM_VERSION"],
-             plugins / "debezium-connector-postgres")
+    _resolve(
+        "debezium.pom.xml",
+        "debezium.version",
+        versions["DEBEZIUM_VERSION"],
+        plugins / "debezium-connector-postgres",
+    )
     metastore_driver_jar(state_dir)
     hudi_bundle_jar(state_dir)
     return Jars(kafka_classpath=f"{kafka_dir}/*", plugin_path=plugins)
@@ -89,11 +104,22 @@ def _copy(coordinates: str, state_dir: Path) -> Path:
     if jar.exists():
         return jar
     _require_maven()
-    result = subprocess.run(["mvn", "-q", "-B", "dependency:copy", f"-Dartifact={coordinates}",
-                             f"-DoutputDirectory={jar.parent}"], capture_output=True, text=True)
+    result = subprocess.run(
+        [
+            "mvn",
+            "-q",
+            "-B",
+            "dependency:copy",
+            f"-Dartifact={coordinates}",
+            f"-DoutputDirectory={jar.parent}",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if result.returncode != 0 or not jar.exists():
-        raise ServiceError(f"Maven could not fetch {coordinates}:\n"
-                           f"{result.stdout[-3000:]}{result.stderr[-2000:]}")
+        raise ServiceError(
+            f"Maven could not fetch {coordinates}:\n{result.stdout[-3000:]}{result.stderr[-2000:]}"
+        )
     return jar
 
 
@@ -102,6 +128,8 @@ if __name__ == "__main__":
 
     state_dir = load().state_dir
     resolved = ensure_jars(state_dir)
-    print(f"jars ready: {resolved.kafka_classpath}, plugins in {resolved.plugin_path}, "
-          f"{metastore_driver_jar(state_dir)}, {hudi_bundle_jar(state_dir)}, "
-          f"{hadoop_classpath(state_dir)}")
+    print(
+        f"jars ready: {resolved.kafka_classpath}, plugins in {resolved.plugin_path}, "
+        f"{metastore_driver_jar(state_dir)}, {hudi_bundle_jar(state_dir)}, "
+        f"{hadoop_classpath(state_dir)}"
+    )

@@ -21,8 +21,12 @@ from infra.native.process import (
 from lakehouse.settings import Settings
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
-JVM_BASE = ["-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={CONFIG_DIR / 'log4j2.properties'}"]
+JVM_BASE = [
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-Djava.awt.headless=true",
+    f"-Dlog4j2.configurationFile={CONFIG_DIR / 'log4j2.properties'}",
+]
 
 
 def _random_cluster_id() -> str:
@@ -56,8 +60,7 @@ class JvmService:
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self.process = BackgroundProcess(self.name, settings.state_dir / "run",
-                                         settings.state_dir / "logs")
+        self.process = BackgroundProcess(self.name, settings.state_dir / "run", settings.state_dir / "logs")
         self.log = self.process.log
 
     def running(self) -> bool:
@@ -67,11 +70,27 @@ class JvmService:
         jars = ensure_jars(self.settings.state_dir)
         # Neither broker nor worker needs the project's secrets, but the one `env` names (the
         # worker's connector resolves it, and nothing else, through its env provider).
-        self.process.start(["java", f"-Xms{self.heap}", f"-Xmx{self.heap}", *JVM_BASE, "-cp",
-                            jars.kafka_classpath, self.main_class, str(config)], env=env,
-                           inherit_secrets=False)
-        wait_until(self.healthy, self.startup_timeout, f"{self.name} (log {self.log})",
-                   self.log, alive=self.process.running)
+        self.process.start(
+            [
+                "java",
+                f"-Xms{self.heap}",
+                f"-Xmx{self.heap}",
+                *JVM_BASE,
+                "-cp",
+                jars.kafka_classpath,
+                self.main_class,
+                str(config),
+            ],
+            env=env,
+            inherit_secrets=False,
+        )
+        wait_until(
+            self.healthy,
+            self.startup_timeout,
+            f"{self.name} (log {self.log})",
+            self.log,
+            alive=self.process.running,
+        )
 
     def stop(self) -> None:
         self.process.stop()
@@ -84,8 +103,9 @@ class JvmService:
     def _wait_port_released(self) -> None:
         # A killed JVM's leader thread turns zombie before its other threads have exited and
         # closed the listening socket; a restart in that gap would find the port taken.
-        wait_until(lambda: not port_open("localhost", self.port), 30,
-                   f"{self.name} port {self.port} release", None)
+        wait_until(
+            lambda: not port_open("localhost", self.port), 30, f"{self.name} port {self.port} release", None
+        )
 
 
 class NativeKafka(JvmService):
@@ -106,18 +126,36 @@ class NativeKafka(JvmService):
         ensure_port_free("Kafka's controller", self.port + 1, self.variable)
         home = self.settings.state_dir / "kafka"
         data = home / "data"
-        config = _render("kafka-server.properties", home / "server.properties",
-                         kafka_port=self.port, controller_port=self.port + 1, data_dir=data)
+        config = _render(
+            "kafka-server.properties",
+            home / "server.properties",
+            kafka_port=self.port,
+            controller_port=self.port + 1,
+            data_dir=data,
+        )
         if not (data / "meta.properties").exists():
             cluster_id = _random_cluster_id()
             jars = ensure_jars(self.settings.state_dir)
             result = subprocess.run(
-                ["java", "-Xmx256m", *JVM_BASE, "-cp", jars.kafka_classpath,
-                 "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(config)],
-                capture_output=True, text=True)
+                [
+                    "java",
+                    "-Xmx256m",
+                    *JVM_BASE,
+                    "-cp",
+                    jars.kafka_classpath,
+                    "kafka.tools.StorageTool",
+                    "format",
+                    f"--cluster-id={cluster_id}",
+                    "-c",
+                    str(config),
+                ],
+                capture_output=True,
+                text=True,
+            )
             if result.returncode != 0:
-                raise ServiceError(f"Formatting Kafka's log directory failed:\n{result.stdout}"
-                                   f"{result.stderr}")
+                raise ServiceError(
+                    f"Formatting Kafka's log directory failed:\n{result.stdout}{result.stderr}"
+                )
         self._java(config)
 
     def healthy(self) -> bool:
@@ -140,13 +178,19 @@ class NativeConnect(JvmService):
             return
         ensure_port_free("Kafka Connect", self.port, self.variable)
         jars = ensure_jars(self.settings.state_dir)
-        config = _render("connect-distributed.properties",
-                         self.settings.state_dir / "connect" / "connect-distributed.properties",
-                         kafka_bootstrap=self.settings.kafka_bootstrap, connect_port=self.port,
-                         plugin_path=jars.plugin_path)
+        config = _render(
+            "connect-distributed.properties",
+            self.settings.state_dir / "connect" / "connect-distributed.properties",
+            kafka_bootstrap=self.settings.kafka_bootstrap,
+            connect_port=self.port,
+            plugin_path=jars.plugin_path,
+        )
         # The connector config refers to these by ${env:...}; see ingestion/connector.py.
-        env = {"DEBEZIUM_PASSWORD": self.settings.debezium_password,
-               "SOURCE_DB_HOST": "localhost", "SOURCE_DB_PORT": str(self.settings.pg_port)}
+        env = {
+            "DEBEZIUM_PASSWORD": self.settings.debezium_password,
+            "SOURCE_DB_HOST": "localhost",
+            "SOURCE_DB_PORT": str(self.settings.pg_port),
+        }
         self._java(config, env=env)
 
     def healthy(self) -> bool:

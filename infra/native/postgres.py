@@ -42,8 +42,10 @@ SERVER_OPTIONS = {
 def _bin_dir() -> Path:
     candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"), reverse=True)
     if not candidates:
-        raise ServiceError("PostgreSQL server binaries not found under /usr/lib/postgresql: "
-                           "run `make install` (or `apt-get install postgresql`).")
+        raise ServiceError(
+            "PostgreSQL server binaries not found under /usr/lib/postgresql: "
+            "run `make install` (or `apt-get install postgresql`)."
+        )
     return candidates[0].parent
 
 
@@ -83,22 +85,33 @@ class NativePostgres:
             if os.geteuid() == 0:
                 shutil.chown(password_file, "postgres", "postgres")
             _as_postgres(
-                str(_bin_dir() / "initdb"), "-D", str(self.data), "-U", self.settings.pg_user,
-                f"--pwfile={password_file}", "--auth-local=peer", "--auth-host=scram-sha-256",
-                "--encoding=UTF8", "--locale=C.UTF-8",
+                str(_bin_dir() / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                self.settings.pg_user,
+                f"--pwfile={password_file}",
+                "--auth-local=peer",
+                "--auth-host=scram-sha-256",
+                "--encoding=UTF8",
+                "--locale=C.UTF-8",
             )
         finally:
             password_file.unlink(missing_ok=True)
         with (self.data / "pg_hba.conf").open("a") as hba:
             # Debezium's role streams the WAL over a replication connection.
-            hba.write("host replication all 127.0.0.1/32 scram-sha-256\n"
-                      "host replication all ::1/128 scram-sha-256\n")
+            hba.write(
+                "host replication all 127.0.0.1/32 scram-sha-256\n"
+                "host replication all ::1/128 scram-sha-256\n"
+            )
 
     def running(self) -> bool:
         if not (self.data / "PG_VERSION").exists():
             return False
-        return _as_postgres(str(_bin_dir() / "pg_ctl"), "-D", str(self.data), "status",
-                            check=False).returncode == 0
+        return (
+            _as_postgres(str(_bin_dir() / "pg_ctl"), "-D", str(self.data), "status", check=False).returncode
+            == 0
+        )
 
     def start(self) -> None:
         if self.running():
@@ -106,21 +119,30 @@ class NativePostgres:
         ensure_port_free("PostgreSQL", self.port, "PGPORT")
         if not (self.data / "PG_VERSION").exists():
             self._initdb()
-        options = {**SERVER_OPTIONS, "port": str(self.port),
-                   "unix_socket_directories": str(self.sockets)}
+        options = {**SERVER_OPTIONS, "port": str(self.port), "unix_socket_directories": str(self.sockets)}
         result = _as_postgres(
-            str(_bin_dir() / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
-            "-o", " ".join(f"-c {key}={value}" for key, value in options.items()), "start",
+            str(_bin_dir() / "pg_ctl"),
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-w",
+            "-t",
+            "60",
+            "-o",
+            " ".join(f"-c {key}={value}" for key, value in options.items()),
+            "start",
             check=False,
         )
         if result.returncode != 0:
-            raise ServiceError(f"PostgreSQL did not start:\n{result.stdout}{result.stderr}\n"
-                               f"Last lines of {self.log}:\n{tail(self.log)}")
+            raise ServiceError(
+                f"PostgreSQL did not start:\n{result.stdout}{result.stderr}\n"
+                f"Last lines of {self.log}:\n{tail(self.log)}"
+            )
 
     def stop(self) -> None:
         if self.running():
-            _as_postgres(str(_bin_dir() / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w",
-                         "stop")
+            _as_postgres(str(_bin_dir() / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def kill(self) -> None:
         """Kills the server and its backends at once, as a crash or `docker kill` would; the

@@ -42,8 +42,13 @@ def tail(path: Path, lines: int = 30) -> str:
     return "\n".join(text[-lines:])
 
 
-def wait_until(check: Callable[[], bool], timeout: float, what: str, log: Path | None,
-               alive: Callable[[], bool] = lambda: True) -> None:
+def wait_until(
+    check: Callable[[], bool],
+    timeout: float,
+    what: str,
+    log: Path | None,
+    alive: Callable[[], bool] = lambda: True,
+) -> None:
     """Polls `check` until it is true; on timeout or early death, fails with the log's tail."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -127,21 +132,32 @@ class BackgroundProcess:
     def running(self) -> bool:
         return self.pid is not None
 
-    def start(self, command: list[str], env: dict[str, str] | None = None,
-              inherit_secrets: bool = True, user: str | None = None) -> None:
+    def start(
+        self,
+        command: list[str],
+        env: dict[str, str] | None = None,
+        inherit_secrets: bool = True,
+        user: str | None = None,
+    ) -> None:
         """Starts `command` with this process's environment and `env`; without
         `inherit_secrets`, none of the project's secrets but those `env` names; with `user`,
         as that OS account, in its own group only (the caller must be root)."""
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        inherited = {name: value for name, value in os.environ.items()
-                     if inherit_secrets or name not in SECRET_VARIABLES}
+        inherited = {
+            name: value
+            for name, value in os.environ.items()
+            if inherit_secrets or name not in SECRET_VARIABLES
+        }
         with self.log.open("ab") as log:
             process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**inherited, **(env or {})}, start_new_session=True,
-                **({"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []}
-                   if user else {}),
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**inherited, **(env or {})},
+                start_new_session=True,
+                **({"user": user, "group": pwd.getpwnam(user).pw_gid, "extra_groups": []} if user else {}),
             )
         self.pid_file.write_text(str(process.pid))
 

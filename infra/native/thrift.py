@@ -25,8 +25,9 @@ class NativeThriftServer:
     def __init__(self, settings: Settings):
         self.settings = settings
         # One per port: a test session runs its own beside the demo's, on the same state dir.
-        self.process = BackgroundProcess(f"{self.name}-{settings.thrift_port}",
-                                         settings.state_dir / "run", settings.state_dir / "logs")
+        self.process = BackgroundProcess(
+            f"{self.name}-{settings.thrift_port}", settings.state_dir / "run", settings.state_dir / "logs"
+        )
         self.log = self.process.log
 
     @property
@@ -45,10 +46,16 @@ class NativeThriftServer:
         metastore.ensure(self.settings)
         user = self.os_user()
         jdbc.make_scratch_dir(self.settings, user)
-        self.process.start(jdbc.command(self.settings), env=jdbc.environment(self.settings),
-                           inherit_secrets=False, user=user)
-        wait_until(self.healthy, self.startup_timeout, f"{self.name} (log {self.log})", self.log,
-                   alive=self.process.running)
+        self.process.start(
+            jdbc.command(self.settings), env=jdbc.environment(self.settings), inherit_secrets=False, user=user
+        )
+        wait_until(
+            self.healthy,
+            self.startup_timeout,
+            f"{self.name} (log {self.log})",
+            self.log,
+            alive=self.process.running,
+        )
 
     def os_user(self) -> str | None:
         """The account the server runs as. Started by root, an account of its own
@@ -63,12 +70,25 @@ class NativeThriftServer:
             pwd.getpwnam(name)
         except KeyError:
             created = subprocess.run(
-                ["useradd", "--system", "--user-group", "--no-create-home",
-                 "--home-dir", "/nonexistent", "--shell", "/usr/sbin/nologin", name],
-                capture_output=True, text=True)
+                [
+                    "useradd",
+                    "--system",
+                    "--user-group",
+                    "--no-create-home",
+                    "--home-dir",
+                    "/nonexistent",
+                    "--shell",
+                    "/usr/sbin/nologin",
+                    name,
+                ],
+                capture_output=True,
+                text=True,
+            )
             if created.returncode != 0:
-                raise ServiceError(f"could not create the JDBC server's OS account {name!r} "
-                                   f"(THRIFT_OS_USER): {created.stderr.strip()}") from None
+                raise ServiceError(
+                    f"could not create the JDBC server's OS account {name!r} "
+                    f"(THRIFT_OS_USER): {created.stderr.strip()}"
+                ) from None
         return name
 
     def stop(self) -> None:

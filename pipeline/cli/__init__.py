@@ -14,15 +14,45 @@ import sys
 from lakehouse import settings as settings_module
 from lakehouse.settings import ConfigurationError
 from pipeline.cli import analysts, operations, pipeline, services
-from pipeline.commands import (CONFIGURATION_ERROR, ERROR, EXIT_CONFIGURATION, EXIT_FAILURE,
-                               EXIT_QUALITY_GATE, EXIT_WRITER_BUSY, QUALITY_GATE_FAILED)
+from pipeline.commands import (
+    CONFIGURATION_ERROR,
+    ERROR,
+    EXIT_CONFIGURATION,
+    EXIT_FAILURE,
+    EXIT_QUALITY_GATE,
+    EXIT_WRITER_BUSY,
+    QUALITY_GATE_FAILED,
+)
 
 DESCRIPTION = "`lakehouse`: the single entry point for every layer and the services under them."
 GROUPS = (services, pipeline, analysts, operations)
 # The order `lakehouse --help` lists the commands in.
-ORDER = ("services", "cluster", "up", "down", "status", "env", "seed", "simulate", "bronze",
-         "silver", "gold", "run", "docs", "dashboard", "metrics", "scheduler", "sql", "query",
-         "history", "savepoint", "tables", "maintain", "erase", "tail")
+ORDER = (
+    "services",
+    "cluster",
+    "up",
+    "down",
+    "status",
+    "env",
+    "seed",
+    "simulate",
+    "bronze",
+    "silver",
+    "gold",
+    "run",
+    "docs",
+    "dashboard",
+    "metrics",
+    "scheduler",
+    "sql",
+    "query",
+    "history",
+    "savepoint",
+    "tables",
+    "maintain",
+    "erase",
+    "tail",
+)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -79,12 +109,15 @@ def _unreachable_service(error: Exception, settings) -> str | None:
             named = re.search(r'for user "([^"]+)"', reason)
             user = named[1] if named else settings.pg_user
             variable = next((r.password_variable for r in PG_ROLES if r.name == user), "PGPASSWORD")
-            return (f"Postgres at {settings.pg_host}:{settings.pg_port} refused the password of "
-                    f"{user}: check {variable} in .env against the running database (`make "
-                    f"services` sets every role's password from .env)")
-        return (f"Postgres at {settings.pg_host}:{settings.pg_port} does not answer ({reason}); "
-                f"start it with `make services`")
+            return (
+                f"Postgres at {settings.pg_host}:{settings.pg_port} refused the password of "
+                f"{user}: check {variable} in .env against the running database (`make "
+                f"services` sets every role's password from .env)"
+            )
+        return (
+            f"Postgres at {settings.pg_host}:{settings.pg_port} does not answer ({reason}); "
+            f"start it with `make services`"
+        )
     if isinstance(error, KafkaTimeoutError) and "bootstrap" in str(error):
-        return (f"Kafka at {settings.kafka_bootstrap} does not answer; start it with "
-                f"`make services`")
+        return f"Kafka at {settings.kafka_bootstrap} does not answer; start it with `make services`"
     return None

@@ -23,13 +23,14 @@ def _sql(args, settings):
 
 
 def query(commands) -> None:
-    query = commands.add_parser("query", help="answer a SQL query over the tables without a JVM "
-                                              "(hudi-rs and DataFusion; read-only)")
-    query.add_argument("query", help="SQL in DataFusion's dialect, tables named as in Spark: "
-                                     "gold.hudi_daily_sales_gold")
+    query = commands.add_parser(
+        "query", help="answer a SQL query over the tables without a JVM (hudi-rs and DataFusion; read-only)"
+    )
+    query.add_argument(
+        "query", help="SQL in DataFusion's dialect, tables named as in Spark: gold.hudi_daily_sales_gold"
+    )
     query.add_argument("--limit", type=POSITIVE_INT, default=50, help="rows to print as a table")
-    query.add_argument("--format", choices=["table", "csv"], default="table",
-                       help="csv prints every row")
+    query.add_argument("--format", choices=["table", "csv"], default="table", help="csv prints every row")
     query.set_defaults(handler=_query)
 
 
@@ -47,8 +48,9 @@ def _query(args, settings):
 
 
 def history(commands) -> None:
-    history = commands.add_parser("history", help="a table's commits: requested and completed "
-                                                  "times, operation, rows written (no JVM)")
+    history = commands.add_parser(
+        "history", help="a table's commits: requested and completed times, operation, rows written (no JVM)"
+    )
     history.add_argument("table", help="e.g. gold.hudi_daily_sales_gold")
     history.set_defaults(handler=_history)
 
@@ -61,8 +63,11 @@ def _history(args, settings):
 
 
 def tables(commands) -> None:
-    tables = commands.add_parser("tables", help="per table: data files, files a snapshot read "
-                                                "opens, pending compactions, oldest retained commit")
+    tables = commands.add_parser(
+        "tables",
+        help="per table: data files, files a snapshot read "
+        "opens, pending compactions, oldest retained commit",
+    )
     tables.add_argument("target", nargs="*", help="layers or tables (default: every table)")
     tables.add_argument("--json", action="store_true", help="one JSON object per table")
     tables.set_defaults(handler=_tables)
@@ -73,8 +78,10 @@ def _tables(args, settings):
     from pipeline.tables import declared_tables, select, session
 
     spark = session(settings, "tables")
-    found = [maintenance.files(spark, settings, t)
-             for t in maintenance.existing(spark, settings, select(args.target, declared_tables()))]
+    found = [
+        maintenance.files(spark, settings, t)
+        for t in maintenance.existing(spark, settings, select(args.target, declared_tables()))
+    ]
     if args.json:
         for table in found:
             print(json.dumps(table.as_dict()))

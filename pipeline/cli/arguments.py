@@ -10,12 +10,15 @@ JSON_HELP = "print one JSON object per table (what a scheduler reads) instead of
 
 def _at_least(kind, lowest, inclusive: bool):
     """An argparse type: `kind`, refused below `lowest` (or at it, unless `inclusive`)."""
+
     def parse(text: str):
         value = kind(text)
         if value < lowest or (value == lowest and not inclusive):
             raise argparse.ArgumentTypeError(
-                f"{text} is out of range: must be {'at least' if inclusive else 'more than'} {lowest}")
+                f"{text} is out of range: must be {'at least' if inclusive else 'more than'} {lowest}"
+            )
         return value
+
     parse.__name__ = kind.__name__  # argparse names the type in "invalid int value"
     return parse
 

@@ -11,12 +11,15 @@ from pipeline.cli.arguments import JSON_HELP, POSITIVE_INT
 
 def savepoint(commands) -> None:
     savepoint = commands.add_parser(
-        "savepoint", help="create, list, restore or delete Hudi savepoints of tables or layers")
+        "savepoint", help="create, list, restore or delete Hudi savepoints of tables or layers"
+    )
     savepoint.add_argument("action", choices=["create", "list", "restore", "delete"])
-    savepoint.add_argument("target", nargs="*",
-                           help="layers or tables, e.g. gold or silver.hudi_customer_profiles_silver")
-    savepoint.add_argument("--instant", help="restore or delete this savepoint (restore: the "
-                                             "latest by default)")
+    savepoint.add_argument(
+        "target", nargs="*", help="layers or tables, e.g. gold or silver.hudi_customer_profiles_silver"
+    )
+    savepoint.add_argument(
+        "--instant", help="restore or delete this savepoint (restore: the latest by default)"
+    )
     savepoint.add_argument("--comment", default="", help="kept with a created savepoint")
     savepoint.set_defaults(handler=_savepoint)
 
@@ -28,8 +31,9 @@ def _savepoint(args, settings):
 
     tables = select(args.target, main_tables())
     if args.action != "list" and not args.target:
-        raise ConfigurationError(f"name the tables or layers to {args.action}, e.g. "
-                                 f"`lakehouse savepoint {args.action} gold`")
+        raise ConfigurationError(
+            f"name the tables or layers to {args.action}, e.g. `lakehouse savepoint {args.action} gold`"
+        )
     with layer_writers(settings, [] if args.action == "list" else tables):
         spark = session(settings, "savepoint")
         for line in savepoints.apply(spark, settings, args.action, tables, args.instant, args.comment):
@@ -38,10 +42,12 @@ def _savepoint(args, settings):
 
 
 def maintain(commands) -> None:
-    maintain = commands.add_parser("maintain", help="run Hudi's table services now: compaction "
-                                                    "(Bronze), cleaning and archival")
-    maintain.add_argument("--table", action="append",
-                          help="a layer or table (repeatable; default: every table)")
+    maintain = commands.add_parser(
+        "maintain", help="run Hudi's table services now: compaction (Bronze), cleaning and archival"
+    )
+    maintain.add_argument(
+        "--table", action="append", help="a layer or table (repeatable; default: every table)"
+    )
     maintain.add_argument("--json", action="store_true", help=JSON_HELP)
     maintain.set_defaults(handler=_maintain)
 
@@ -61,11 +67,18 @@ def _maintain(args, settings):
 
 
 def erase(commands) -> None:
-    erase = commands.add_parser("erase", help="erase customers' personal data from the source, "
-                                              "every layer and every file of the warehouse (GDPR)")
-    erase.add_argument("--customer-id", type=POSITIVE_INT, action="append", required=True,
-                       help="the customer to erase (repeatable: one erasure rewrites the tables "
-                            "once for all of them)")
+    erase = commands.add_parser(
+        "erase",
+        help="erase customers' personal data from the source, "
+        "every layer and every file of the warehouse (GDPR)",
+    )
+    erase.add_argument(
+        "--customer-id",
+        type=POSITIVE_INT,
+        action="append",
+        required=True,
+        help="the customer to erase (repeatable: one erasure rewrites the tables once for all of them)",
+    )
     erase.set_defaults(handler=_erase)
 
 

@@ -39,22 +39,36 @@ def simulate(commands) -> None:
     simulate.add_argument("--event-rate", type=NON_NEGATIVE, default=50.0, help="Kafka events/s")
     simulate.add_argument("--duration", type=NON_NEGATIVE, default=60.0, help="seconds; 0 = forever")
     simulate.add_argument("--seed", type=int, default=7)
-    simulate.add_argument("--bad-events", type=SHARE, default=0.0,
-                          help="share of malformed events, 0..1")
-    simulate.add_argument("--bad-rows", type=SHARE, default=0.0,
-                          help="share of transactions writing a row the quality gates must catch "
-                               "(negative quantity, unknown product, future timestamp, malformed "
-                               "e-mail), 0..1; later transactions fix them at the source")
-    simulate.add_argument("--fix-bad-rows-after", type=NON_NEGATIVE, default=600.0,
-                          help="seconds before a bad row may be fixed at the source")
+    simulate.add_argument("--bad-events", type=SHARE, default=0.0, help="share of malformed events, 0..1")
+    simulate.add_argument(
+        "--bad-rows",
+        type=SHARE,
+        default=0.0,
+        help="share of transactions writing a row the quality gates must catch "
+        "(negative quantity, unknown product, future timestamp, malformed "
+        "e-mail), 0..1; later transactions fix them at the source",
+    )
+    simulate.add_argument(
+        "--fix-bad-rows-after",
+        type=NON_NEGATIVE,
+        default=600.0,
+        help="seconds before a bad row may be fixed at the source",
+    )
     simulate.set_defaults(handler=_simulate)
 
 
 def _simulate(args, settings):
     from ingestion.simulate import SimulationPlan, simulate
 
-    plan = SimulationPlan(args.rate, args.event_rate, args.duration, args.seed, args.bad_events,
-                          args.bad_rows, args.fix_bad_rows_after)
+    plan = SimulationPlan(
+        args.rate,
+        args.event_rate,
+        args.duration,
+        args.seed,
+        args.bad_events,
+        args.bad_rows,
+        args.fix_bad_rows_after,
+    )
     try:
         done = simulate(settings, plan)
     except KeyboardInterrupt:
@@ -65,10 +79,17 @@ def _simulate(args, settings):
 
 def bronze(commands) -> None:
     bronze = commands.add_parser("bronze", help="land the Kafka topics in the Bronze tables")
-    bronze.add_argument("--continuous", action="store_true",
-                        help="keep streaming (default: drain what Kafka holds now, then exit)")
-    bronze.add_argument("--trigger-seconds", type=POSITIVE_INT, default=None,
-                        help="micro-batch interval with --continuous (default BRONZE_TRIGGER_SECONDS)")
+    bronze.add_argument(
+        "--continuous",
+        action="store_true",
+        help="keep streaming (default: drain what Kafka holds now, then exit)",
+    )
+    bronze.add_argument(
+        "--trigger-seconds",
+        type=POSITIVE_INT,
+        default=None,
+        help="micro-batch interval with --continuous (default BRONZE_TRIGGER_SECONDS)",
+    )
     bronze.add_argument("--table", action="append", help="only this table (repeatable)")
     bronze.add_argument("--json", action="store_true", help=JSON_HELP)
     bronze.set_defaults(handler=_bronze)
@@ -82,11 +103,13 @@ def _bronze(args, settings):
 
 
 def derived(commands, layer: str) -> None:
-    derived = commands.add_parser(layer, help=f"bring the {layer} tables up to date with "
-                                              f"their inputs' changes")
+    derived = commands.add_parser(
+        layer, help=f"bring the {layer} tables up to date with their inputs' changes"
+    )
     derived.add_argument("--table", action="append", help="only this table (repeatable)")
-    derived.add_argument("--full-refresh", action="store_true",
-                         help="recompute from whole input snapshots instead of changes")
+    derived.add_argument(
+        "--full-refresh", action="store_true", help="recompute from whole input snapshots instead of changes"
+    )
     derived.add_argument("--json", action="store_true", help=JSON_HELP)
     derived.set_defaults(handler=lambda args, settings: _derived(args, settings, layer))
 
@@ -99,18 +122,30 @@ def _derived(args, settings, layer: str):
 
 
 def run(commands) -> None:
-    run = commands.add_parser("run", help="one idempotent pass through every layer: Bronze "
-                                          "drain, then Silver, then Gold")
-    run.add_argument("--full-refresh", action="store_true",
-                     help="rebuild Silver and Gold from whole snapshots")
-    run.add_argument("--continuous", action="store_true",
-                     help="keep going: Bronze streams (in a process of its own), Silver and Gold "
-                          "passes start every --interval s")
-    run.add_argument("--trigger-seconds", type=POSITIVE_INT, default=None,
-                     help="Bronze micro-batch interval (default BRONZE_TRIGGER_SECONDS)")
-    run.add_argument("--interval", type=POSITIVE_INT, default=10,
-                     help="seconds between the starts of two Silver and Gold passes with "
-                          "--continuous")
+    run = commands.add_parser(
+        "run", help="one idempotent pass through every layer: Bronze drain, then Silver, then Gold"
+    )
+    run.add_argument(
+        "--full-refresh", action="store_true", help="rebuild Silver and Gold from whole snapshots"
+    )
+    run.add_argument(
+        "--continuous",
+        action="store_true",
+        help="keep going: Bronze streams (in a process of its own), Silver and Gold "
+        "passes start every --interval s",
+    )
+    run.add_argument(
+        "--trigger-seconds",
+        type=POSITIVE_INT,
+        default=None,
+        help="Bronze micro-batch interval (default BRONZE_TRIGGER_SECONDS)",
+    )
+    run.add_argument(
+        "--interval",
+        type=POSITIVE_INT,
+        default=10,
+        help="seconds between the starts of two Silver and Gold passes with --continuous",
+    )
     run.set_defaults(handler=_run)
 
 
@@ -144,6 +179,12 @@ def _tail(args, settings):
     return 0
 
 
-COMMANDS = {"seed": seed, "simulate": simulate, "bronze": bronze,
-            "silver": lambda commands: derived(commands, "silver"),
-            "gold": lambda commands: derived(commands, "gold"), "run": run, "tail": tail}
+COMMANDS = {
+    "seed": seed,
+    "simulate": simulate,
+    "bronze": bronze,
+    "silver": lambda commands: derived(commands, "silver"),
+    "gold": lambda commands: derived(commands, "gold"),
+    "run": run,
+    "tail": tail,
+}

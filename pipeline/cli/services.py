@@ -11,8 +11,12 @@ MODES = ["auto", "native", "docker"]
 def services(commands) -> None:
     services = commands.add_parser("services", help="start, stop or show the service stack")
     services.add_argument("action", choices=["up", "down", "status"])
-    services.add_argument("--mode", choices=MODES, default="auto",
-                          help="docker when an engine answers, native processes otherwise")
+    services.add_argument(
+        "--mode",
+        choices=MODES,
+        default="auto",
+        help="docker when an engine answers, native processes otherwise",
+    )
     services.set_defaults(handler=_services)
 
 
@@ -34,8 +38,9 @@ def _services(args, settings):
 
 
 def cluster(commands) -> None:
-    cluster = commands.add_parser("cluster", help="start or stop a Spark standalone cluster "
-                                  "and HDFS on this machine (native processes)")
+    cluster = commands.add_parser(
+        "cluster", help="start or stop a Spark standalone cluster and HDFS on this machine (native processes)"
+    )
     cluster.add_argument("action", choices=["up", "down"])
     cluster.set_defaults(handler=_cluster)
 
@@ -78,7 +83,8 @@ def _down(args, settings):
 
 def status(commands) -> None:
     commands.add_parser("status", help="health of each service and the connector").set_defaults(
-        handler=_services, action="status")
+        handler=_services, action="status"
+    )
 
 
 def env(commands) -> None:
@@ -94,8 +100,9 @@ def _env(args, settings):
 
 
 def docs(commands) -> None:
-    commands.add_parser("docs", help="serve the Great Expectations Data Docs site on "
-                                     "QUALITY_DOCS_PORT").set_defaults(handler=_docs)
+    commands.add_parser(
+        "docs", help="serve the Great Expectations Data Docs site on QUALITY_DOCS_PORT"
+    ).set_defaults(handler=_docs)
 
 
 def _docs(args, settings):
@@ -106,8 +113,9 @@ def _docs(args, settings):
 
 
 def dashboard(commands) -> None:
-    commands.add_parser("dashboard", help="serve the dashboard of Gold and pipeline health on "
-                                          "DASHBOARD_PORT").set_defaults(handler=_dashboard)
+    commands.add_parser(
+        "dashboard", help="serve the dashboard of Gold and pipeline health on DASHBOARD_PORT"
+    ).set_defaults(handler=_dashboard)
 
 
 def _dashboard(args, settings):
@@ -117,8 +125,9 @@ def _dashboard(args, settings):
 
 
 def metrics(commands) -> None:
-    commands.add_parser("metrics", help="serve the pipeline's Prometheus metrics on "
-                                        "METRICS_PORT").set_defaults(handler=_metrics)
+    commands.add_parser(
+        "metrics", help="serve the pipeline's Prometheus metrics on METRICS_PORT"
+    ).set_defaults(handler=_metrics)
 
 
 def _metrics(args, settings):
@@ -129,11 +138,15 @@ def _metrics(args, settings):
 
 
 def scheduler(commands) -> None:
-    scheduler = commands.add_parser("scheduler", help="the scheduled mode (Dagster): `up` starts "
-                                                      "its UI on SCHEDULER_PORT and its daemon")
-    scheduler.add_argument("action", choices=["up", "down", "webserver", "daemon"],
-                           help="up/down: both in the background; webserver/daemon: one in the "
-                                "foreground (what Docker Compose runs)")
+    scheduler = commands.add_parser(
+        "scheduler", help="the scheduled mode (Dagster): `up` starts its UI on SCHEDULER_PORT and its daemon"
+    )
+    scheduler.add_argument(
+        "action",
+        choices=["up", "down", "webserver", "daemon"],
+        help="up/down: both in the background; webserver/daemon: one in the "
+        "foreground (what Docker Compose runs)",
+    )
     scheduler.set_defaults(handler=_scheduler)
 
 
@@ -149,6 +162,15 @@ def _scheduler(args, settings):
     return 0
 
 
-COMMANDS = {"services": services, "cluster": cluster, "up": up, "down": down, "status": status,
-            "env": env, "docs": docs, "dashboard": dashboard, "metrics": metrics,
-            "scheduler": scheduler}
+COMMANDS = {
+    "services": services,
+    "cluster": cluster,
+    "up": up,
+    "down": down,
+    "status": status,
+    "env": env,
+    "docs": docs,
+    "dashboard": dashboard,
+    "metrics": metrics,
+    "scheduler": scheduler,
+}

@@ -51,10 +51,10 @@ class TopicReader:
 
     def __init__(self, settings, topic: str):
         self.topic = topic
-        self.consumer = KafkaConsumer(bootstrap_servers=settings.kafka_bootstrap,
-                                      enable_auto_commit=False)
-        partitions = [TopicPartition(topic, p)
-                      for p in sorted(self.consumer.partitions_for_topic(topic) or [])]
+        self.consumer = KafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, enable_auto_commit=False)
+        partitions = [
+            TopicPartition(topic, p) for p in sorted(self.consumer.partitions_for_topic(topic) or [])
+        ]
         assert partitions, f"topic {topic} does not exist"
         self.consumer.assign(partitions)
         for partition, offset in self.consumer.end_offsets(partitions).items():
@@ -62,8 +62,11 @@ class TopicReader:
 
     def poll(self, timeout_ms: int = 500) -> list:
         """The next messages, (key, value) decoded as JSON where possible."""
-        return [(_decode(r.key), _decode(r.value))
-                for records in self.consumer.poll(timeout_ms=timeout_ms).values() for r in records]
+        return [
+            (_decode(r.key), _decode(r.value))
+            for records in self.consumer.poll(timeout_ms=timeout_ms).values()
+            for r in records
+        ]
 
     def read_until(self, done, timeout: float = 30.0) -> list:
         """Messages until done(messages)."""
@@ -72,8 +75,10 @@ class TopicReader:
             messages += self.poll()
             if done(messages):
                 return messages
-        raise AssertionError(f"{self.topic}: condition not met within {timeout} s; "
-                             f"got {len(messages)} messages: {messages[-5:]}")
+        raise AssertionError(
+            f"{self.topic}: condition not met within {timeout} s; "
+            f"got {len(messages)} messages: {messages[-5:]}"
+        )
 
     def close(self):
         self.consumer.close()

@@ -20,7 +20,7 @@ from tests.integration.test_bronze import _cli_env, drain_until_equal
 # Bronze must equal: those cases are decoded in tests/unit/test_bad_input.py, and hostile
 # values reach the CDC tables below the way real ones do, through Postgres and Debezium.
 SENT = [case for case in CASES if case.error is not None or case.table.envelope != "debezium"]
-HOSTILE_TEXT = "Zoë 🚀 \"quoted\" \\ ' \u202e; DROP TABLE x;--"
+HOSTILE_TEXT = 'Zoë 🚀 "quoted" \\ \' \u202e; DROP TABLE x;--'
 
 
 def _landed(spark, settings, table, case) -> dict | None:
@@ -44,8 +44,10 @@ def test_the_corpus_through_kafka_is_quarantined_or_landed_and_the_streams_go_on
     errors = {}
     for table in BRONZE_TABLES:
         quarantine = snapshot(spark, table.quarantine, services)
-        errors |= {(table.topic, r._kafka_partition, r._kafka_offset): r.error
-                   for r in quarantine.select("_kafka_partition", "_kafka_offset", "error").collect()}
+        errors |= {
+            (table.topic, r._kafka_partition, r._kafka_offset): r.error
+            for r in quarantine.select("_kafka_partition", "_kafka_offset", "error").collect()
+        }
     wrong = []
     for case in SENT:
         where = (case.table.topic, *positions[case.name])
@@ -59,33 +61,51 @@ def test_the_corpus_through_kafka_is_quarantined_or_landed_and_the_streams_go_on
     assert not wrong, "\n".join(wrong)
 
     # `make status` says what the streams kept out, and how analysts sign in.
-    status = subprocess.run(lakehouse("status"), capture_output=True,
-                            text=True, env=_cli_env(services), timeout=120)
+    status = subprocess.run(
+        lakehouse("status"), capture_output=True, text=True, env=_cli_env(services), timeout=120
+    )
     lines = status.stdout.splitlines()
-    assert any(line.split()[:3] == ["stream", "kept", "out"] and WEB_CLICKSTREAMS.name in line
-               and " quarantined" in line for line in lines), status.stdout + status.stderr
-    assert (f"user {services.analyst_user}, password {services.analyst_password}"
-            in status.stdout), status.stdout
+    assert any(
+        line.split()[:3] == ["stream", "kept", "out"]
+        and WEB_CLICKSTREAMS.name in line
+        and " quarantined" in line
+        for line in lines
+    ), status.stdout + status.stderr
+    assert f"user {services.analyst_user}, password {services.analyst_password}" in status.stdout, (
+        status.stdout
+    )
 
     # Hostile values at the source land equal (Bronze equals Postgres, compared value by
     # value), and land after all of the above: no message stopped a stream.
     customer_id, product_id, order_id = 9_900_100, 9_900_100, 9_900_100
     try:
         # Columns named: earlier tests drop and re-add columns, which reorders them.
-        db.execute("INSERT INTO retail.customer_master (customer_id, first_name, last_name, email, "
-                   "city, state, country, region, loyalty_tier, created_at, updated_ts) VALUES "
-                   "(%s, %s, %s, %s, %s, %s, 'GB', 'europe', 'gold', now(), now())",
-                   (customer_id, HOSTILE_TEXT, "O'Brien\ttab\nnewline", "zoë@exämple.com",
-                    "../../etc/passwd", "a/b=c%2F"))
-        db.execute("INSERT INTO retail.product_catalog (product_id, sku, name, description, "
-                   "category, brand, unit_price, active, updated_ts) VALUES (%s, %s, %s, %s, "
-                   "'home_kitchen', 'Casa', 0.01, true, now())",
-                   (product_id, "../SKU=1/..", HOSTILE_TEXT, "x" * 20_000))
-        db.execute("INSERT INTO retail.sales_transactions (order_id, line_item_id, customer_id, "
-                   "product_id, quantity, unit_price, discount, channel, store_id, status, "
-                   "transaction_ts, updated_ts) VALUES (%s, 1, %s, %s, 2147483647, 9999999999.99, "
-                   "0, 'web', %s, 'pending', now(), now())",
-                   (order_id, customer_id, product_id, "../../store"))
+        db.execute(
+            "INSERT INTO retail.customer_master (customer_id, first_name, last_name, email, "
+            "city, state, country, region, loyalty_tier, created_at, updated_ts) VALUES "
+            "(%s, %s, %s, %s, %s, %s, 'GB', 'europe', 'gold', now(), now())",
+            (
+                customer_id,
+                HOSTILE_TEXT,
+                "O'Brien\ttab\nnewline",
+                "zoë@exämple.com",
+                "../../etc/passwd",
+                "a/b=c%2F",
+            ),
+        )
+        db.execute(
+            "INSERT INTO retail.product_catalog (product_id, sku, name, description, "
+            "category, brand, unit_price, active, updated_ts) VALUES (%s, %s, %s, %s, "
+            "'home_kitchen', 'Casa', 0.01, true, now())",
+            (product_id, "../SKU=1/..", HOSTILE_TEXT, "x" * 20_000),
+        )
+        db.execute(
+            "INSERT INTO retail.sales_transactions (order_id, line_item_id, customer_id, "
+            "product_id, quantity, unit_price, discount, channel, store_id, status, "
+            "transaction_ts, updated_ts) VALUES (%s, 1, %s, %s, 2147483647, 9999999999.99, "
+            "0, 'web', %s, 'pending', now(), now())",
+            (order_id, customer_id, product_id, "../../store"),
+        )
         drain_until_equal(spark, services, db)
     finally:
         db.execute("DELETE FROM retail.sales_transactions WHERE order_id = %s", (order_id,))

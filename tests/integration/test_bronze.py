@@ -57,17 +57,22 @@ def run_workload(db, steps: int, seed: int, bad_share: float = 0.0) -> Counter:
         db.execute("UPDATE retail.sales_transactions SET quantity = quantity + 1 WHERE order_id = 1")
         db.execute("UPDATE retail.sales_transactions SET status = 'completed' WHERE order_id = 1")
     line = db.execute("SELECT * FROM retail.sales_transactions WHERE order_id = 2 LIMIT 1").fetchone()
-    db.execute("DELETE FROM retail.sales_transactions WHERE order_id = %s AND line_item_id = %s",
-               line[:2])
-    db.execute("INSERT INTO retail.sales_transactions VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s,"
-               " %s, %s, now())", line[:11])
+    db.execute("DELETE FROM retail.sales_transactions WHERE order_id = %s AND line_item_id = %s", line[:2])
+    db.execute(
+        "INSERT INTO retail.sales_transactions VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now())",
+        line[:11],
+    )
     with db.transaction():
-        db.execute("UPDATE retail.customer_master SET country = 'JP', region = 'asia_pacific'"
-                   " WHERE customer_id = 5")
-        db.execute("UPDATE retail.customer_master SET country = 'BR', region = 'latin_america'"
-                   " WHERE customer_id = 5")
-    db.execute("UPDATE retail.sales_transactions SET transaction_ts = transaction_ts - interval '1 day'"
-               " WHERE order_id = 3")
+        db.execute(
+            "UPDATE retail.customer_master SET country = 'JP', region = 'asia_pacific' WHERE customer_id = 5"
+        )
+        db.execute(
+            "UPDATE retail.customer_master SET country = 'BR', region = 'latin_america' WHERE customer_id = 5"
+        )
+    db.execute(
+        "UPDATE retail.sales_transactions SET transaction_ts = transaction_ts - interval '1 day'"
+        " WHERE order_id = 3"
+    )
     return done
 
 
@@ -81,7 +86,12 @@ def test_bronze_tables_are_in_the_catalog_of_a_fresh_process(services, spark, db
     expected = db.execute("SELECT count(*) FROM retail.customer_master").fetchone()[0]
     result = subprocess.run(
         lakehouse("sql", "SELECT count(*) AS customers FROM bronze.hudi_customer_master_bronze"),
-        cwd=ROOT, env=_cli_env(services), capture_output=True, text=True, timeout=300)
+        cwd=ROOT,
+        env=_cli_env(services),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert str(expected) in [line.strip("| ") for line in result.stdout.splitlines()], result.stdout
 
@@ -90,13 +100,18 @@ def test_a_table_laid_out_otherwise_is_rewritten_once_in_the_declared_layout(ser
     """As an earlier release wrote sales: partitioned by day, on the global record index."""
     settings = dataclasses.replace(services, warehouse=f"{services.warehouse}/earlier-release")
     path = SALES_TRANSACTIONS.path(settings)
-    daily = dataclasses.replace(SALES_TRANSACTIONS, partitioning=Partitioning(
-        "dt", by="day", from_ts="transaction_ts"))
-    record_index = {"hoodie.index.type": "RECORD_INDEX", "hoodie.metadata.enable": "true",
-                    "hoodie.metadata.global.record.level.index.enable": "true"}
+    daily = dataclasses.replace(
+        SALES_TRANSACTIONS, partitioning=Partitioning("dt", by="day", from_ts="transaction_ts")
+    )
+    record_index = {
+        "hoodie.index.type": "RECORD_INDEX",
+        "hoodie.metadata.enable": "true",
+        "hoodie.metadata.global.record.level.index.enable": "true",
+    }
     lines = spark.createDataFrame(
         [(order, 1, f"2026-0{order}-0{order}", order * 10, False) for order in (1, 2, 3)],
-        "order_id long, line_item_id int, dt string, _source_lsn long, _hoodie_is_deleted boolean")
+        "order_id long, line_item_id int, dt string, _source_lsn long, _hoodie_is_deleted boolean",
+    )
     old_options = {k: v for k, v in hudi_options(daily, settings).items() if k != LAYOUT_KEY}
     lines.write.format("hudi").options(**old_options | record_index).mode("append").save(path)
 
@@ -109,17 +124,23 @@ def test_a_table_laid_out_otherwise_is_rewritten_once_in_the_declared_layout(ser
         f"bronze.hudi_sales_transactions_bronze is laid out partitioned by dt, record index and "
         f"declared partitioned by dt_month, 1 bucket, but rewriting it would drop its savepoints "
         f"{instant}; delete them (`lakehouse savepoint delete bronze.hudi_sales_transactions_bronze"
-        f" --instant <instant>`) or declare the table's old layout")
+        f" --instant <instant>`) or declare the table's old layout"
+    )
     spark.sql(f"CALL delete_savepoint(path => '{path}', instant_time => '{instant}')").collect()
 
     message = layout.ensure(spark, settings, SALES_TRANSACTIONS)
     assert re.fullmatch(
         r"bronze.hudi_sales_transactions_bronze: laid out partitioned by dt, record index, "
         r"declared partitioned by dt_month, 1 bucket; rewrote its 3 rows in the declared layout "
-        r"\([0-9.]+ s\). Tables that read it rebuild once.", message), message
+        r"\([0-9.]+ s\). Tables that read it rebuild once.",
+        message,
+    ), message
     rows = snapshot(spark, SALES_TRANSACTIONS, settings)
     assert sorted((r.order_id, r.dt, r.dt_month) for r in rows.collect()) == [
-        (1, "2026-01-01", "2026-01"), (2, "2026-02-02", "2026-02"), (3, "2026-03-03", "2026-03")]
+        (1, "2026-01-01", "2026-01"),
+        (2, "2026-02-02", "2026-02"),
+        (3, "2026-03-03", "2026-03"),
+    ]
     properties = catalog.table_properties(spark, path)
     assert properties["hoodie.table.partition.fields"] == "dt_month"
     assert "record_index" not in properties.get("hoodie.table.metadata.partitions", "")
@@ -132,12 +153,14 @@ def test_partition_values_are_data_not_paths(services, spark):
     """Whatever a partition column holds reads back as written, and its files stay inside the
     table's folder (the value that would climb out of it is four levels up)."""
     settings = dataclasses.replace(services, warehouse=f"{services.warehouse}/partition-values")
-    by_country = dataclasses.replace(CUSTOMER_MASTER, name="hudi_customers_by_country",
-                                     partitioning=Partitioning("country", by="value"))
+    by_country = dataclasses.replace(
+        CUSTOMER_MASTER, name="hudi_customers_by_country", partitioning=Partitioning("country", by="value")
+    )
     countries = ["../../../../escaped", "a/b", "k=v", "", None, "%2F", "Côte d'Ivoire", " ", "NO"]
-    rows = spark.createDataFrame([(n, country, n, False) for n, country in enumerate(countries)],
-                                 "customer_id long, country string, _source_lsn long, "
-                                 "_hoodie_is_deleted boolean")
+    rows = spark.createDataFrame(
+        [(n, country, n, False) for n, country in enumerate(countries)],
+        "customer_id long, country string, _source_lsn long, _hoodie_is_deleted boolean",
+    )
     warehouse = Path(services.warehouse)
     before = set(warehouse.iterdir())
     layout.write(rows, by_country, settings, "upsert")
@@ -167,8 +190,7 @@ def test_replaying_the_whole_topic_changes_nothing(services, spark, db):
     assert sorted(verify.bronze_rows(spark, services, SALES_TRANSACTIONS)) == before
 
 
-def test_a_message_that_fails_its_batch_is_quarantined_alone_and_the_rest_lands(services, spark,
-                                                                               monkeypatch):
+def test_a_message_that_fails_its_batch_is_quarantined_alone_and_the_rest_lands(services, spark, monkeypatch):
     """A fault no check foresaw (here the writer failing on one message, every time) costs
     that message, quarantined with the error, and nothing else: the stream goes on."""
     import bronze.job
@@ -176,20 +198,36 @@ def test_a_message_that_fails_its_batch_is_quarantined_alone_and_the_rest_lands(
     real_write = layout.write
 
     def write(frame, table, *args, **kwargs):
-        if (table.name == WEB_CLICKSTREAMS.name and "event_id" in frame.columns
-                and frame.where("event_id = 't-poison'").count()):
+        if (
+            table.name == WEB_CLICKSTREAMS.name
+            and "event_id" in frame.columns
+            and frame.where("event_id = 't-poison'").count()
+        ):
             raise RuntimeError("the writer fails on t-poison")
         return real_write(frame, table, *args, **kwargs)
 
     monkeypatch.setattr(layout, "write", write)
     monkeypatch.setattr(bronze.job, "FAILED_BATCH_RETRY_SECONDS", 0)
     producer = KafkaProducer(bootstrap_servers=services.kafka_bootstrap)
-    click = {"session_id": "t-iso", "customer_id": 1, "event_type": "page_view", "page_url": "/",
-             "product_id": None, "search_query": None, "device": "web",
-             "event_ts": "2026-06-01T10:00:00Z"}
+    click = {
+        "session_id": "t-iso",
+        "customer_id": 1,
+        "event_type": "page_view",
+        "page_url": "/",
+        "product_id": None,
+        "search_query": None,
+        "device": "web",
+        "event_ts": "2026-06-01T10:00:00Z",
+    }
     ids = ["t-iso-1", "t-iso-2", "t-poison", "t-iso-3", "t-iso-4"]
-    offsets = {event_id: producer.send(WEB_CLICKSTREAMS.topic, key=b"t-iso", value=json.dumps(
-        dict(click, event_id=event_id)).encode()).get(timeout=10).offset for event_id in ids}
+    offsets = {
+        event_id: producer.send(
+            WEB_CLICKSTREAMS.topic, key=b"t-iso", value=json.dumps(dict(click, event_id=event_id)).encode()
+        )
+        .get(timeout=10)
+        .offset
+        for event_id in ids
+    }
     producer.close()
 
     BronzeJob(spark, services, (WEB_CLICKSTREAMS,)).drain()
@@ -199,24 +237,39 @@ def test_a_message_that_fails_its_batch_is_quarantined_alone_and_the_rest_lands(
     quarantine = spark.read.format("hudi").load(WEB_CLICKSTREAMS.quarantine.path(services))
     ours = quarantine.where(F.col("raw_key") == "t-iso").where(F.col("_kafka_offset").isin(*offsets.values()))
     assert [(r._kafka_offset, r.error, json.loads(r.raw_value)["event_id"]) for r in ours.collect()] == [
-        (offsets["t-poison"], "could not be landed: the writer fails on t-poison", "t-poison")]
+        (offsets["t-poison"], "could not be landed: the writer fails on t-poison", "t-poison")
+    ]
 
 
 def test_malformed_messages_are_quarantined_and_valid_ones_around_them_land(services, spark):
     producer = KafkaProducer(bootstrap_servers=services.kafka_bootstrap)
-    click = {"event_id": "t-good-1", "session_id": "t-s", "customer_id": 1,
-             "event_type": "page_view", "page_url": "/", "product_id": None,
-             "search_query": None, "device": "web", "event_ts": "2026-06-01T10:00:00Z"}
-    messages = [json.dumps(click).encode(), b"\x00\x01 not json",
-                json.dumps(dict(click, event_id=None)).encode(),
-                json.dumps(dict(click, event_id="t-bad-ts", event_ts="yesterday")).encode(),
-                json.dumps(dict(click, event_id="t-good-2")).encode()]
-    offsets = [producer.send(WEB_CLICKSTREAMS.topic, key=b"t-s", value=m).get(timeout=10).offset
-               for m in messages]
-    unknown_op = {"before": None, "after": {"customer_id": 1}, "op": "t",
-                  "source": {"lsn": 1, "ts_ms": 0}}
-    cdc_offset = producer.send(CUSTOMER_MASTER.topic, key=b'{"customer_id":1}',
-                               value=json.dumps(unknown_op).encode()).get(timeout=10).offset
+    click = {
+        "event_id": "t-good-1",
+        "session_id": "t-s",
+        "customer_id": 1,
+        "event_type": "page_view",
+        "page_url": "/",
+        "product_id": None,
+        "search_query": None,
+        "device": "web",
+        "event_ts": "2026-06-01T10:00:00Z",
+    }
+    messages = [
+        json.dumps(click).encode(),
+        b"\x00\x01 not json",
+        json.dumps(dict(click, event_id=None)).encode(),
+        json.dumps(dict(click, event_id="t-bad-ts", event_ts="yesterday")).encode(),
+        json.dumps(dict(click, event_id="t-good-2")).encode(),
+    ]
+    offsets = [
+        producer.send(WEB_CLICKSTREAMS.topic, key=b"t-s", value=m).get(timeout=10).offset for m in messages
+    ]
+    unknown_op = {"before": None, "after": {"customer_id": 1}, "op": "t", "source": {"lsn": 1, "ts_ms": 0}}
+    cdc_offset = (
+        producer.send(CUSTOMER_MASTER.topic, key=b'{"customer_id":1}', value=json.dumps(unknown_op).encode())
+        .get(timeout=10)
+        .offset
+    )
     producer.close()
 
     BronzeJob(spark, services, (WEB_CLICKSTREAMS, CUSTOMER_MASTER)).drain()
@@ -227,11 +280,15 @@ def test_malformed_messages_are_quarantined_and_valid_ones_around_them_land(serv
     # Earlier runs against the same Kafka left messages with this key: look at ours only.
     ours = quarantine.where(F.col("raw_key") == "t-s").where(F.col("_kafka_offset").isin(offsets))
     errors = {r._kafka_offset: r.error for r in ours.collect()}
-    assert errors == {offsets[1]: "not a JSON object", offsets[2]: "missing key field event_id",
-                      offsets[3]: "wrong type for event_ts (timestamp): 'yesterday'"}
+    assert errors == {
+        offsets[1]: "not a JSON object",
+        offsets[2]: "missing key field event_id",
+        offsets[3]: "wrong type for event_ts (timestamp): 'yesterday'",
+    }
     cdc_quarantine = spark.read.format("hudi").load(CUSTOMER_MASTER.quarantine.path(services))
-    assert [r.error for r in cdc_quarantine.where(f"_kafka_offset = {cdc_offset}").collect()] \
-        == ["unknown op 't'"]
+    assert [r.error for r in cdc_quarantine.where(f"_kafka_offset = {cdc_offset}").collect()] == [
+        "unknown op 't'"
+    ]
 
 
 def test_offsets_kafka_no_longer_holds_stop_the_job_with_a_clear_error(services, spark):
@@ -240,8 +297,14 @@ def test_offsets_kafka_no_longer_holds_stop_the_job_with_a_clear_error(services,
     admin = KafkaAdminClient(bootstrap_servers=services.kafka_bootstrap)
     admin.create_topics([NewTopic(topic, 1, 1)])
     producer = KafkaProducer(bootstrap_servers=services.kafka_bootstrap)
-    event = {"event_id": "x", "session_id": "s", "event_type": "page_view", "page_url": "/",
-             "device": "web", "event_ts": "2026-06-01T10:00:00Z"}
+    event = {
+        "event_id": "x",
+        "session_id": "s",
+        "event_type": "page_view",
+        "page_url": "/",
+        "device": "web",
+        "event_ts": "2026-06-01T10:00:00Z",
+    }
 
     def send(first: int, count: int) -> None:
         for n in range(first, first + count):
@@ -274,9 +337,14 @@ def _uncommitted_instant(table_path: str) -> bool:
 def test_kill_minus_nine_during_a_write_loses_and_duplicates_nothing(services, spark, db):
     drain_until_equal(spark, services, db)
     run_workload(db, steps=400, seed=202)
-    job = subprocess.Popen(lakehouse("bronze", "--table", SALES_TRANSACTIONS.name), cwd=ROOT,
-                           env=_cli_env(services), start_new_session=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    job = subprocess.Popen(
+        lakehouse("bronze", "--table", SALES_TRANSACTIONS.name),
+        cwd=ROOT,
+        env=_cli_env(services),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 240
     while not _uncommitted_instant(SALES_TRANSACTIONS.path(services)):
         assert job.poll() is None, "the Bronze job finished before it could be killed mid-write"

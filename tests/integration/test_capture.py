@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from decimal import Decimal
 
 from ingestion import connector
@@ -29,9 +29,13 @@ def test_customer_insert_update_delete(db, topic_reader):
     db.execute(
         "INSERT INTO retail.customer_master VALUES (%s, 'Ada', 'Lovelace', 'ada@example.com',"
         " NULL, '1815-12-10', 'London', 'ENG', 'GB', 'europe', 'gold', %s, %s)",
-        (customer_id, NOW, NOW))
-    db.execute("UPDATE retail.customer_master SET city = 'Tokyo', state = '13', country = 'JP',"
-               " region = 'asia_pacific' WHERE customer_id = %s", (customer_id,))
+        (customer_id, NOW, NOW),
+    )
+    db.execute(
+        "UPDATE retail.customer_master SET city = 'Tokyo', state = '13', country = 'JP',"
+        " region = 'asia_pacific' WHERE customer_id = %s",
+        (customer_id,),
+    )
     db.execute("DELETE FROM retail.customer_master WHERE customer_id = %s", (customer_id,))
     key = {"customer_id": customer_id}
     events = _events_for(reader.read_until(lambda m: len(_events_for(m, key)) >= 3), key)
@@ -52,11 +56,13 @@ def test_product_price_arrives_exact(db, topic_reader):
     product_id = 9_000_002
     db.execute("DELETE FROM retail.product_catalog WHERE product_id = %s", (product_id,))
     reader = topic_reader(cdc_topic("product_catalog"))
-    db.execute("INSERT INTO retail.product_catalog (product_id, sku, name, category, brand,"
-               " unit_price, active, updated_ts) VALUES (%s, 'SKU-TEST-2', 'Precise Scale',"
-               " 'home_kitchen', 'Casa', 1234567890.12, true, %s)", (product_id, NOW))
-    db.execute("UPDATE retail.product_catalog SET unit_price = 0.10 WHERE product_id = %s",
-               (product_id,))
+    db.execute(
+        "INSERT INTO retail.product_catalog (product_id, sku, name, category, brand,"
+        " unit_price, active, updated_ts) VALUES (%s, 'SKU-TEST-2', 'Precise Scale',"
+        " 'home_kitchen', 'Casa', 1234567890.12, true, %s)",
+        (product_id, NOW),
+    )
+    db.execute("UPDATE retail.product_catalog SET unit_price = 0.10 WHERE product_id = %s", (product_id,))
     db.execute("DELETE FROM retail.product_catalog WHERE product_id = %s", (product_id,))
     key = {"product_id": product_id}
     events = _events_for(reader.read_until(lambda m: len(_events_for(m, key)) >= 3), key)
@@ -71,14 +77,26 @@ def test_sales_line_changes_in_one_transaction_all_arrive_in_order(db, topic_rea
     reader = topic_reader(cdc_topic("sales_transactions"))
     key = {"order_id": 9_000_003, "line_item_id": 1}
     with db.transaction():
-        db.execute("INSERT INTO retail.sales_transactions VALUES (%(order_id)s, %(line_item_id)s,"
-                   " 1, 1, 2, 19.99, 0.00, 'web', NULL, 'pending', %(ts)s, %(ts)s)", key | {"ts": NOW})
-        db.execute("UPDATE retail.sales_transactions SET quantity = 3, discount = 5.97"
-                   " WHERE order_id = %(order_id)s AND line_item_id = %(line_item_id)s", key)
-        db.execute("UPDATE retail.sales_transactions SET status = 'completed'"
-                   " WHERE order_id = %(order_id)s AND line_item_id = %(line_item_id)s", key)
-    db.execute("DELETE FROM retail.sales_transactions"
-               " WHERE order_id = %(order_id)s AND line_item_id = %(line_item_id)s", key)
+        db.execute(
+            "INSERT INTO retail.sales_transactions VALUES (%(order_id)s, %(line_item_id)s,"
+            " 1, 1, 2, 19.99, 0.00, 'web', NULL, 'pending', %(ts)s, %(ts)s)",
+            key | {"ts": NOW},
+        )
+        db.execute(
+            "UPDATE retail.sales_transactions SET quantity = 3, discount = 5.97"
+            " WHERE order_id = %(order_id)s AND line_item_id = %(line_item_id)s",
+            key,
+        )
+        db.execute(
+            "UPDATE retail.sales_transactions SET status = 'completed'"
+            " WHERE order_id = %(order_id)s AND line_item_id = %(line_item_id)s",
+            key,
+        )
+    db.execute(
+        "DELETE FROM retail.sales_transactions"
+        " WHERE order_id = %(order_id)s AND line_item_id = %(line_item_id)s",
+        key,
+    )
     events = _events_for(reader.read_until(lambda m: len(_events_for(m, key)) >= 4), key)
     assert _ops(events) == ["c", "u", "u", "d"]
     assert events[1]["after"]["discount"] == "5.97" and events[1]["after"]["quantity"] == 3
@@ -90,12 +108,26 @@ def test_sales_line_changes_in_one_transaction_all_arrive_in_order(db, topic_rea
 
 def test_a_change_made_with_psql_shows_up_within_seconds(services, db, topic_reader):
     reader = topic_reader(cdc_topic("product_catalog"))
-    env = {**os.environ, "PGHOST": services.pg_host, "PGPORT": str(services.pg_port),
-           "PGUSER": services.pg_user, "PGPASSWORD": services.pg_password,
-           "PGDATABASE": services.pg_database}
-    subprocess.run(["psql", "-v", "ON_ERROR_STOP=1", "-c",
-                    "UPDATE retail.product_catalog SET active = NOT active WHERE product_id = 1"],
-                   env=env, check=True, capture_output=True)
+    env = {
+        **os.environ,
+        "PGHOST": services.pg_host,
+        "PGPORT": str(services.pg_port),
+        "PGUSER": services.pg_user,
+        "PGPASSWORD": services.pg_password,
+        "PGDATABASE": services.pg_database,
+    }
+    subprocess.run(
+        [
+            "psql",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            "UPDATE retail.product_catalog SET active = NOT active WHERE product_id = 1",
+        ],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
     events = reader.read_until(lambda m: _events_for(m, {"product_id": 1}), timeout=15)
     assert _events_for(events, {"product_id": 1})[0]["op"] == "u"
 

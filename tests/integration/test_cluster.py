@@ -32,9 +32,12 @@ def on_cluster(services, spark):
     root = jvm.org.apache.hadoop.fs.Path(warehouse)
     root.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).delete(root, True)
     # One metastore serves one warehouse: the cluster's tables get their own catalog.
-    on_cluster = dataclasses.replace(services, warehouse=warehouse,
-                                     checkpoints=f"{warehouse}/_checkpoints",
-                                     metastore_database="metastore_cluster_tests")
+    on_cluster = dataclasses.replace(
+        services,
+        warehouse=warehouse,
+        checkpoints=f"{warehouse}/_checkpoints",
+        metastore_database="metastore_cluster_tests",
+    )
     metastore.ensure(on_cluster)
     yield on_cluster
     if not already_up:
@@ -44,8 +47,14 @@ def on_cluster(services, spark):
 def lakehouse(settings, *arguments: str) -> subprocess.Popen:
     """A `lakehouse` command whose Spark application runs on the cluster."""
     env = {**_cli_env(settings), "SPARK_MASTER": cluster.master_url(settings)}
-    return subprocess.Popen(commands.lakehouse(*arguments), cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(
+        commands.lakehouse(*arguments),
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
 
 
 def read_until(process: subprocess.Popen, done) -> str:
@@ -64,7 +73,8 @@ def reports(output: str) -> str:
 
 
 def test_a_pass_on_the_cluster_over_hdfs_equals_postgres_and_the_same_pass_run_locally(
-        services, spark, db, producer, on_cluster):
+    services, spark, db, producer, on_cluster
+):
     run_workload(db, steps=200, seed=2026)
     customers = [r[0] for r in db.execute("SELECT customer_id FROM retail.customer_master")]
     products = db.execute("SELECT product_id, sku FROM retail.product_catalog").fetchall()

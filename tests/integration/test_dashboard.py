@@ -37,8 +37,7 @@ PAGE_TIMEOUT = 90
 def browser():
     options = Options()
     options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage",
-                     "--window-size=1400,1700"):
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1700"):
         options.add_argument(argument)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     yield driver
@@ -55,8 +54,13 @@ def output_dir(settings) -> Path:
 @contextmanager
 def dashboard(env: dict[str, str], port: int):
     """`lakehouse dashboard` on `port`, as `make up` starts it, until the block ends."""
-    process = subprocess.Popen([str(LAKEHOUSE), "dashboard"], env={**env, "DASHBOARD_PORT": str(port)},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(
+        [str(LAKEHOUSE), "dashboard"],
+        env={**env, "DASHBOARD_PORT": str(port)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -92,27 +96,38 @@ def open_and_wait(driver, url: str, ready) -> None:
     try:
         WebDriverWait(driver, PAGE_TIMEOUT, poll_frequency=0.5).until(lambda d: ready(d))
     except TimeoutException:
-        pytest.fail(f"{url} was not ready within {PAGE_TIMEOUT} s; the page shows:\n"
-                    f"{driver.find_element(By.TAG_NAME, 'body').text}")
+        pytest.fail(
+            f"{url} was not ready within {PAGE_TIMEOUT} s; the page shows:\n"
+            f"{driver.find_element(By.TAG_NAME, 'body').text}"
+        )
 
 
 def charts(driver) -> int:
-    return len(driver.find_elements(By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas, '
-                                                     '[data-testid="stVegaLiteChart"] svg'))
+    return len(
+        driver.find_elements(
+            By.CSS_SELECTOR, '[data-testid="stVegaLiteChart"] canvas, [data-testid="stVegaLiteChart"] svg'
+        )
+    )
 
 
 def test_the_business_page_shows_gold_numbers_for_the_filter_in_a_browser(built, spark, browser, output_dir):
     # The busiest region, and two categories, over every day Gold holds.
     first, last, region = spark.sql(
         f"SELECT min(order_date), max(order_date), max_by(region, line_count) "
-        f"FROM {DAILY_SALES.qualified_name}").first()
-    categories = [r[0] for r in spark.sql(
-        f"SELECT product_category FROM {DAILY_SALES.qualified_name} WHERE region = '{region}' "
-        f"GROUP BY product_category ORDER BY sum(line_count) DESC LIMIT 2").collect()]
+        f"FROM {DAILY_SALES.qualified_name}"
+    ).first()
+    categories = [
+        r[0]
+        for r in spark.sql(
+            f"SELECT product_category FROM {DAILY_SALES.qualified_name} WHERE region = '{region}' "
+            f"GROUP BY product_category ORDER BY sum(line_count) DESC LIMIT 2"
+        ).collect()
+    ]
     sales, units, lines = spark.sql(
         f"SELECT sum(total_sales_amount), sum(units_sold), sum(line_count) "
         f"FROM {DAILY_SALES.qualified_name} WHERE order_date BETWEEN '{first}' AND '{last}' "
-        f"AND region = '{region}' AND product_category IN ({', '.join(repr(c) for c in categories)})").first()
+        f"AND region = '{region}' AND product_category IN ({', '.join(repr(c) for c in categories)})"
+    ).first()
     query = urlencode({"start": first, "end": last, "region": region, "category": ",".join(categories)})
 
     with dashboard(_cli_env(built), built.dashboard_port + 1) as address:
@@ -121,14 +136,20 @@ def test_the_business_page_shows_gold_numbers_for_the_filter_in_a_browser(built,
         browser.save_screenshot(str(output_dir / "dashboard-business.png"))
 
         assert (shown["Sales"], shown["Units sold"], shown["Order lines"]) == (
-            f"{sales:,.2f}", f"{units:,}", f"{lines:,}")
+            f"{sales:,.2f}",
+            f"{units:,}",
+            f"{lines:,}",
+        )
         assert f"{first} to {last}" in browser.find_element(By.TAG_NAME, "body").text
 
         open_and_wait(browser, f"{address}/pipeline", lambda d: "Rows kept out" in metrics(d))
         tables = [*BRONZE_TABLES, *derived_tables()]
         written = [t for t in tables if catalog.exists(spark, t.path(built))]
-        kept_out = sum(spark.sql(f"SELECT count(*) FROM {t.quarantine.qualified_name}").first()[0]
-                       for t in tables if catalog.exists(spark, t.quarantine.path(built)))
+        kept_out = sum(
+            spark.sql(f"SELECT count(*) FROM {t.quarantine.qualified_name}").first()[0]
+            for t in tables
+            if catalog.exists(spark, t.quarantine.path(built))
+        )
         shown = metrics(browser)
         browser.save_screenshot(str(output_dir / "dashboard-pipeline.png"))
         assert shown["Tables written"] == f"{len(written)} of {len(tables)}"
@@ -143,15 +164,20 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-def test_before_gold_and_with_a_service_down_the_page_says_what_and_why(services, browser, tmp_path,
-                                                                       output_dir):
+def test_before_gold_and_with_a_service_down_the_page_says_what_and_why(
+    services, browser, tmp_path, output_dir
+):
     kafka = f"localhost:{_closed_port()}"
-    env = {**_cli_env(services), "LAKEHOUSE_WAREHOUSE": str(tmp_path / "warehouse"),
-           "LAKEHOUSE_CHECKPOINTS": str(tmp_path / "warehouse" / "_checkpoints"),
-           "KAFKA_BOOTSTRAP_SERVERS": kafka}
+    env = {
+        **_cli_env(services),
+        "LAKEHOUSE_WAREHOUSE": str(tmp_path / "warehouse"),
+        "LAKEHOUSE_CHECKPOINTS": str(tmp_path / "warehouse" / "_checkpoints"),
+        "KAFKA_BOOTSTRAP_SERVERS": kafka,
+    }
     with dashboard(env, services.dashboard_port + 2) as address:
-        open_and_wait(browser, address,
-                      lambda d: "Gold has no data yet" in d.find_element(By.TAG_NAME, "body").text)
+        open_and_wait(
+            browser, address, lambda d: "Gold has no data yet" in d.find_element(By.TAG_NAME, "body").text
+        )
         browser.save_screenshot(str(output_dir / "dashboard-before-gold.png"))
         text = browser.find_element(By.TAG_NAME, "body").text
     assert "Tables committed so far: bronze 0 of 5, silver 0 of 4, gold 0 of 2" in text

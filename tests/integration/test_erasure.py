@@ -37,17 +37,22 @@ def files_holding(root: Path, needles: list[str]) -> list[str]:
 
 
 def _new_customer(db, customer_id: int, first: str, last: str, email: str) -> None:
-    db.execute("INSERT INTO retail.customer_master VALUES (%s, %s, %s, %s, '+47 555 0101', "
-               "'1980-02-03', 'Bergen', 'VL', 'NO', 'europe', 'gold', now(), now())",
-               (customer_id, first, last, email))
+    db.execute(
+        "INSERT INTO retail.customer_master VALUES (%s, %s, %s, %s, '+47 555 0101', "
+        "'1980-02-03', 'Bergen', 'VL', 'NO', 'europe', 'gold', now(), now())",
+        (customer_id, first, last, email),
+    )
 
 
 def _quarantined_message(producer, customer_id: int, first: str, last: str, email: str) -> None:
     """A message about the customer that Bronze cannot decode (an unknown op): it lands in
     the quarantine table, raw."""
     after = {"customer_id": str(customer_id), "first_name": first, "last_name": last, "email": email}
-    producer.send(cdc_topic("customer_master"), key=json.dumps({"customer_id": customer_id}).encode(),
-                  value=json.dumps({"op": "x", "after": after, "source": {"lsn": "1"}}).encode())
+    producer.send(
+        cdc_topic("customer_master"),
+        key=json.dumps({"customer_id": customer_id}).encode(),
+        value=json.dumps({"op": "x", "after": after, "source": {"lsn": "1"}}).encode(),
+    )
     producer.flush()
 
 
@@ -65,9 +70,12 @@ def test_erasure_leaves_no_personal_data_anywhere_and_keeps_the_sales(services, 
     _new_customer(db, deleted, *deleted_data)
     order = db.execute("SELECT max(order_id) + 1 FROM retail.sales_transactions").fetchone()[0]
     for line in (1, 2):
-        db.execute("INSERT INTO retail.sales_transactions SELECT %s, %s, %s, product_id, 2, "
-                   "unit_price, 0, 'web', NULL, 'completed', now() - interval '1 hour', now() "
-                   "FROM retail.product_catalog ORDER BY product_id LIMIT 1", (order, line, kept))
+        db.execute(
+            "INSERT INTO retail.sales_transactions SELECT %s, %s, %s, product_id, 2, "
+            "unit_price, 0, 'web', NULL, 'completed', now() - interval '1 hour', now() "
+            "FROM retail.product_catalog ORDER BY product_id LIMIT 1",
+            (order, line, kept),
+        )
     _quarantined_message(producer, kept, *kept_data)
     drain_until_equal(spark, services, db)
     run_all(spark, services)
@@ -77,8 +85,11 @@ def test_erasure_leaves_no_personal_data_anywhere_and_keeps_the_sales(services, 
 
     needles = [kept_data[2], kept_data[1], deleted_data[2], deleted_data[1]]
     before = files_holding(warehouse, needles)
-    for place in (f"bronze/{CUSTOMER_MASTER.name}/", f"bronze/{CUSTOMER_MASTER.quarantine.name}/",
-                  f"silver/{CUSTOMER_PROFILES.quarantine.name}/"):
+    for place in (
+        f"bronze/{CUSTOMER_MASTER.name}/",
+        f"bronze/{CUSTOMER_MASTER.quarantine.name}/",
+        f"silver/{CUSTOMER_PROFILES.quarantine.name}/",
+    ):
         assert any(f.startswith(place) for f in before), f"the scan found nothing in {place}: {before}"
     sales = rows(spark, services, DAILY_SALES)
 
@@ -88,8 +99,11 @@ def test_erasure_leaves_no_personal_data_anywhere_and_keeps_the_sales(services, 
 
     assert files_holding(warehouse, needles) == [], "personal data is still stored"
     assert files_holding(Path(services.quality_dir), needles) == []
-    source = db.execute("SELECT first_name, last_name, email, phone, birth_date, city, region "
-                        "FROM retail.customer_master WHERE customer_id = %s", (kept,)).fetchone()
+    source = db.execute(
+        "SELECT first_name, last_name, email, phone, birth_date, city, region "
+        "FROM retail.customer_master WHERE customer_id = %s",
+        (kept,),
+    ).fetchone()
     assert source == ("erased", "erased", f"erased-{kept}@erased.example", None, None, "erased", "europe")
     assert verify.bronze_against_postgres(spark, services, db, CUSTOMER_MASTER).equal
     [profile] = snapshot(spark, CUSTOMER_PROFILES, services).where(f"customer_id = {kept}").collect()
@@ -101,13 +115,21 @@ def test_erasure_leaves_no_personal_data_anywhere_and_keeps_the_sales(services, 
 
     # The pipeline goes on from where erasure left it, in every table that reads customers.
     assert "full" not in run_all(spark, services).values()
-    assert_equals_full_rebuild(spark, services,
-                               [UNIFIED_CUSTOMER_ORDERS, CUSTOMER_PROFILES, DAILY_SALES, CUSTOMER_SEGMENTS])
+    assert_equals_full_rebuild(
+        spark, services, [UNIFIED_CUSTOMER_ORDERS, CUSTOMER_PROFILES, DAILY_SALES, CUSTOMER_SEGMENTS]
+    )
 
 
 def test_erasing_a_customer_the_lakehouse_never_held_is_refused(services):
-    refused = subprocess.run(lakehouse("erase", "--customer-id", "987654321"), env=_cli_env(services),
-                             capture_output=True, text=True, timeout=300)
+    refused = subprocess.run(
+        lakehouse("erase", "--customer-id", "987654321"),
+        env=_cli_env(services),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert refused.returncode == 2, refused.stderr[-2000:]
-    assert ("no customer_id 987654321: not in retail.customer_master and not in what "
-            "bronze.hudi_customer_master_bronze holds") in refused.stderr
+    assert (
+        "no customer_id 987654321: not in retail.customer_master and not in what "
+        "bronze.hudi_customer_master_bronze holds"
+    ) in refused.stderr

@@ -9,11 +9,25 @@ from kafka import KafkaProducer
 from ingestion.events import EventStreams
 from ingestion.topics import CLICKSTREAM_TOPIC, INVENTORY_TOPIC
 
-CLICK_FIELDS = {"event_id": str, "session_id": str, "customer_id": (int, type(None)),
-                "event_type": str, "page_url": str, "product_id": (int, type(None)),
-                "search_query": (str, type(None)), "device": str, "event_ts": str}
-INVENTORY_FIELDS = {"sku": str, "location_id": str, "quantity_on_hand": int, "change_qty": int,
-                    "reason": str, "update_ts": str}
+CLICK_FIELDS = {
+    "event_id": str,
+    "session_id": str,
+    "customer_id": (int, type(None)),
+    "event_type": str,
+    "page_url": str,
+    "product_id": (int, type(None)),
+    "search_query": (str, type(None)),
+    "device": str,
+    "event_ts": str,
+}
+INVENTORY_FIELDS = {
+    "sku": str,
+    "location_id": str,
+    "quantity_on_hand": int,
+    "change_qty": int,
+    "reason": str,
+    "update_ts": str,
+}
 
 
 def _valid(value, fields) -> bool:
@@ -39,8 +53,7 @@ class RecordingProducer(KafkaProducer):
 
 def _produce(settings, steps: int, bad_share: float, seed: int) -> EventStreams:
     producer = RecordingProducer(bootstrap_servers=settings.kafka_bootstrap, acks="all")
-    streams = EventStreams(producer, seed, [1, 2, 3], ["TEST-SKU-1", "TEST-SKU-2"], [1, 2],
-                           bad_share)
+    streams = EventStreams(producer, seed, [1, 2, 3], ["TEST-SKU-1", "TEST-SKU-2"], [1, 2], bad_share)
     for _ in range(steps):
         streams.step()
     producer.flush()
@@ -77,8 +90,9 @@ def test_events_are_valid_and_keyed(services, topic_reader):
 def test_malformed_share_is_mixed_in_and_counted(services, topic_reader):
     clicks, stock = topic_reader(CLICKSTREAM_TOPIC), topic_reader(INVENTORY_TOPIC)
     streams = _produce(services, 400, 0.25, seed=22)
-    messages = _read_own(clicks, streams, streams.sent["clickstream"]) + \
-        _read_own(stock, streams, streams.sent["inventory"])
+    messages = _read_own(clicks, streams, streams.sent["clickstream"]) + _read_own(
+        stock, streams, streams.sent["inventory"]
+    )
     invalid = [v for _, v in messages if not (_valid(v, CLICK_FIELDS) or _valid(v, INVENTORY_FIELDS))]
     assert len(invalid) == streams.sent["malformed"] > 50
     assert any(isinstance(v, bytes) for v in invalid)

@@ -23,8 +23,11 @@ from tests.integration.test_silver_gold import run_all
 def scrape(port: int) -> dict[tuple, float]:
     time.sleep(CACHE_SECONDS + 0.5)  # past the endpoint's cache: a fresh reading
     text = requests.get(f"http://localhost:{port}/metrics", timeout=60).text
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def table(t) -> tuple:
@@ -41,13 +44,22 @@ def test_metrics_move_when_data_flows(services, spark, db):
         while not port_open("127.0.0.1", settings.metrics_port):
             assert server.poll() is None and time.monotonic() < deadline, "the endpoint did not start"
             time.sleep(0.5)
-        sales, lag = table(SALES_TRANSACTIONS), (("table", SALES_TRANSACTIONS.name),
-                                                  ("topic", SALES_TRANSACTIONS.topic))
+        sales, lag = (
+            table(SALES_TRANSACTIONS),
+            (("table", SALES_TRANSACTIONS.name), ("topic", SALES_TRANSACTIONS.topic)),
+        )
         before = scrape(settings.metrics_port)
         assert before[("retailmax_kafka_consumer_lag_messages", lag)] == 0
         assert before[("retailmax_service_up", (("service", "postgres"),))] == 1
-        assert ("retailmax_quality_rule_failing", (("layer", "silver"), ("rule", "channel is known"),
-                ("table", UNIFIED_CUSTOMER_ORDERS.name), ("tier", "fail"))) in before
+        assert (
+            "retailmax_quality_rule_failing",
+            (
+                ("layer", "silver"),
+                ("rule", "channel is known"),
+                ("table", UNIFIED_CUSTOMER_ORDERS.name),
+                ("tier", "fail"),
+            ),
+        ) in before
 
         run_workload(db, steps=30, seed=2001)
         deadline = time.monotonic() + 60
@@ -61,8 +73,11 @@ def test_metrics_move_when_data_flows(services, spark, db):
         assert after[("retailmax_kafka_consumer_lag_messages", lag)] == 0
         assert after[("retailmax_table_lag_seconds", sales)] == 0
         for t in (SALES_TRANSACTIONS, UNIFIED_CUSTOMER_ORDERS, DAILY_SALES):
-            for name in ("retailmax_rows_written_total", "retailmax_commits_total",
-                         "retailmax_table_last_commit_timestamp_seconds"):
+            for name in (
+                "retailmax_rows_written_total",
+                "retailmax_commits_total",
+                "retailmax_table_last_commit_timestamp_seconds",
+            ):
                 assert after[(name, table(t))] > before[(name, table(t))], (name, t.name)
     finally:
         server.terminate()

@@ -39,18 +39,24 @@ def rows(spark, settings, table) -> list:
 def data_files(partition: Path) -> set[str]:
     """The base and log files of a local table's partition (the table's own folder when it
     is not partitioned)."""
-    return {p.name for p in partition.iterdir()
-            if p.name.endswith(".parquet") or (".log." in p.name and not p.name.endswith(".crc"))}
+    return {
+        p.name
+        for p in partition.iterdir()
+        if p.name.endswith(".parquet") or (".log." in p.name and not p.name.endswith(".crc"))
+    }
 
 
 def land_customer_changes(spark, settings, db, rounds: int) -> None:
     """One small Bronze commit per round: the same three customers of one country change
     tier at the source (the table, unpartitioned and of one bucket, is one file group)."""
     for n in range(rounds):
-        db.execute("UPDATE retail.customer_master SET loyalty_tier = %s, updated_ts = now()"
-                   " WHERE customer_id IN (SELECT customer_id FROM retail.customer_master"
-                   "  WHERE country = (SELECT min(country) FROM retail.customer_master)"
-                   "  ORDER BY customer_id LIMIT 3)", (("bronze", "silver", "gold", "platinum")[n % 4],))
+        db.execute(
+            "UPDATE retail.customer_master SET loyalty_tier = %s, updated_ts = now()"
+            " WHERE customer_id IN (SELECT customer_id FROM retail.customer_master"
+            "  WHERE country = (SELECT min(country) FROM retail.customer_master)"
+            "  ORDER BY customer_id LIMIT 3)",
+            (("bronze", "silver", "gold", "platinum")[n % 4],),
+        )
         deadline = time.monotonic() + 120
         while True:
             BronzeJob(spark, settings, (CUSTOMER_MASTER,)).drain()
@@ -92,12 +98,18 @@ def test_maintenance_compacts_small_commits_and_cleans_old_versions(services, sp
     modes = [r.mode for r in run_tables(spark, services, CUSTOMER_READERS).values()]
     assert "full" not in modes, "a reader lost its checkpoint"
 
-    shown = subprocess.run(lakehouse("tables", "--json", CUSTOMER_MASTER.qualified_name),
-                           env=_cli_env(services),
-                           capture_output=True, text=True, timeout=300)
+    shown = subprocess.run(
+        lakehouse("tables", "--json", CUSTOMER_MASTER.qualified_name),
+        env=_cli_env(services),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert shown.returncode == 0, shown.stderr[-2000:]
-    assert json.loads(shown.stdout.strip().splitlines()[-1]) == \
-        maintenance.files(spark, settings, CUSTOMER_MASTER).as_dict()
+    assert (
+        json.loads(shown.stdout.strip().splitlines()[-1])
+        == maintenance.files(spark, settings, CUSTOMER_MASTER).as_dict()
+    )
 
 
 def test_the_scheduled_maintenance_job_maintains_every_table(services, spark, db):
@@ -105,8 +117,9 @@ def test_the_scheduled_maintenance_job_maintains_every_table(services, spark, db
 
     drain_until_equal(spark, services, db)
     run_all(spark, services)
-    result = definitions.build(services).resolve_job_def("maintenance").execute_in_process(
-        raise_on_error=False)
+    result = (
+        definitions.build(services).resolve_job_def("maintenance").execute_in_process(raise_on_error=False)
+    )
     assert result.success, [e.message for e in result.all_events if e.is_failure]
     [output] = [e for e in result.all_events if e.event_type_value == "STEP_OUTPUT"]
     maintained = set(output.event_specific_data.metadata)
@@ -120,8 +133,9 @@ def test_a_restored_gold_equals_its_savepoint_and_catches_up(services, spark, db
     run_all(spark, services)
     saved = {t.name: rows(spark, services, t) for t in GOLD}
     points = [savepoints.create(spark, services, t, "before a bad pass") for t in GOLD]
-    assert [s.instant for t in GOLD for s in savepoints.listed(spark, services, t)] == \
-        [p.instant for p in points]
+    assert [s.instant for t in GOLD for s in savepoints.listed(spark, services, t)] == [
+        p.instant for p in points
+    ]
 
     run_workload(db, steps=40, seed=1901)
     drain_until_equal(spark, services, db)
@@ -139,8 +153,10 @@ def test_a_restored_gold_equals_its_savepoint_and_catches_up(services, spark, db
 
     for point, table in zip(points, GOLD):
         savepoints.delete(spark, services, table, point.instant)
-    with pytest.raises(ConfigurationError, match="has no savepoint; create one first with "
-                                                 "`lakehouse savepoint create gold.hudi_daily"):
+    with pytest.raises(
+        ConfigurationError,
+        match="has no savepoint; create one first with `lakehouse savepoint create gold.hudi_daily",
+    ):
         savepoints.restore(spark, services, DAILY_SALES)
 
 
@@ -167,7 +183,12 @@ def test_a_restored_bronze_table_replays_kafka_and_its_readers_rebuild(services,
 
 def test_a_restore_while_a_writer_runs_is_refused(services):
     with exclusive_writer(services, "gold"):
-        refused = subprocess.run(lakehouse("savepoint", "restore", "gold"), env=_cli_env(services),
-                                 capture_output=True, text=True, timeout=120)
+        refused = subprocess.run(
+            lakehouse("savepoint", "restore", "gold"),
+            env=_cli_env(services),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     assert refused.returncode == 4, refused.stderr
     assert f"the gold tables are being written by pid {os.getpid()}" in refused.stderr

@@ -30,13 +30,16 @@ def scheduled(services):
 
 def _execute(settings, job_name: str, selection=None) -> dg.ExecuteInProcessResult:
     job = definitions.build(settings).resolve_job_def(job_name)
-    return job.execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False,
-                                  asset_selection=selection)
+    return job.execute_in_process(
+        instance=dg.DagsterInstance.ephemeral(), raise_on_error=False, asset_selection=selection
+    )
 
 
 def _materialized(result: dg.ExecuteInProcessResult) -> dict[dg.AssetKey, dict]:
-    return {event.asset_key: event.step_materialization_data.materialization.metadata
-            for event in result.get_asset_materialization_events()}
+    return {
+        event.asset_key: event.step_materialization_data.materialization.metadata
+        for event in result.get_asset_materialization_events()
+    }
 
 
 # Every CDC source and the shortest chain through each layer to a Gold table: each asset is a
@@ -51,11 +54,17 @@ def test_the_graph_in_process_gives_what_lakehouse_run_gives(scheduled, spark, d
     run_workload(db, steps=40, seed=2100)
     # The last change captured means every earlier one is in Kafka (Debezium reads the WAL in
     # order), so the Bronze assets land the whole workload.
-    marker = db.execute("UPDATE retail.customer_master SET updated_ts = now() WHERE customer_id = "
-                        "(SELECT min(customer_id) FROM retail.customer_master) RETURNING customer_id,"
-                        " updated_ts").fetchone()
-    customers.read_until(lambda messages: any(
-        v and v["op"] == "u" and v["after"]["customer_id"] == marker[0] for _, v in messages), timeout=60)
+    marker = db.execute(
+        "UPDATE retail.customer_master SET updated_ts = now() WHERE customer_id = "
+        "(SELECT min(customer_id) FROM retail.customer_master) RETURNING customer_id,"
+        " updated_ts"
+    ).fetchone()
+    customers.read_until(
+        lambda messages: any(
+            v and v["op"] == "u" and v["after"]["customer_id"] == marker[0] for _, v in messages
+        ),
+        timeout=60,
+    )
     selected = [*CDC_TABLES, *CHAIN]
     result = _execute(scheduled, definitions.EVERY_TABLE_JOB, [assets.asset_key(t) for t in selected])
     assert result.success, [e.message for e in result.all_events if e.is_failure]
@@ -63,12 +72,20 @@ def test_the_graph_in_process_gives_what_lakehouse_run_gives(scheduled, spark, d
     materialized = _materialized(result)
     assert set(materialized) == {assets.asset_key(t) for t in selected}
     orders = materialized[assets.asset_key(UNIFIED_CUSTOMER_ORDERS)]
-    assert {"mode", "rows read", "rows upserted", "rows deleted", "rows quarantined",
-            "rows held back", "seconds"} <= set(orders)
+    assert {
+        "mode",
+        "rows read",
+        "rows upserted",
+        "rows deleted",
+        "rows quarantined",
+        "rows held back",
+        "seconds",
+    } <= set(orders)
     checks = {(e.asset_key, e.check_name): e.passed for e in result.get_asset_check_evaluations()}
     assert set(checks) == (
         {(assets.asset_key(t), assets.check_name(r)) for t in CHAIN for r in t.rules}
-        | {(assets.asset_key(t), assets.FRESHNESS_CHECK) for t in CHAIN if t.layer == "gold"})
+        | {(assets.asset_key(t), assets.FRESHNESS_CHECK) for t in CHAIN if t.layer == "gold"}
+    )
     assert checks[(assets.asset_key(UNIFIED_CUSTOMER_ORDERS), "channel_is_known")]
 
     # Bronze holds the source and `lakehouse run` finds nothing left to do in the chain: the
@@ -81,10 +98,14 @@ def test_the_graph_in_process_gives_what_lakehouse_run_gives(scheduled, spark, d
 
 def test_a_fail_tier_breach_fails_its_table_with_the_rule_and_skips_what_reads_it(scheduled, spark, db):
     customer_id, product_id = db.execute(
-        "SELECT customer_id, product_id FROM retail.sales_transactions LIMIT 1").fetchone()
+        "SELECT customer_id, product_id FROM retail.sales_transactions LIMIT 1"
+    ).fetchone()
     order_id = db.execute("SELECT max(order_id) + 1000 FROM retail.sales_transactions").fetchone()[0]
-    db.execute("INSERT INTO retail.sales_transactions VALUES (%s, 1, %s, %s, 1, 9.99, 0, 'kiosk', "
-               "NULL, 'completed', now(), now())", (order_id, customer_id, product_id))
+    db.execute(
+        "INSERT INTO retail.sales_transactions VALUES (%s, 1, %s, %s, 1, 9.99, 0, 'kiosk', "
+        "NULL, 'completed', now(), now())",
+        (order_id, customer_id, product_id),
+    )
     try:
         drain_until_equal(spark, scheduled, db)
         chain = [UNIFIED_CUSTOMER_ORDERS, CUSTOMER_PROFILES, DAILY_SALES]
@@ -93,8 +114,11 @@ def test_a_fail_tier_breach_fails_its_table_with_the_rule_and_skips_what_reads_i
         failures = [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_FAILURE]
         assert [e.step_key for e in failures] == ["silver__hudi_unified_customer_orders_silver"]
         message = failures[0].event_specific_data.error.message
-        assert (f'{UNIFIED_CUSTOMER_ORDERS.name}: rule "channel is known" (fail) failed for 1 of' in message
-                and '"channel": "kiosk"' in message and f'"order_id": {order_id}' in message), message
+        assert (
+            f'{UNIFIED_CUSTOMER_ORDERS.name}: rule "channel is known" (fail) failed for 1 of' in message
+            and '"channel": "kiosk"' in message
+            and f'"order_id": {order_id}' in message
+        ), message
         # Not retried: a breach needs a person, not a second try.
         assert not [e for e in result.all_events if e.event_type == dg.DagsterEventType.STEP_UP_FOR_RETRY]
         assert _materialized(result) == {}
@@ -122,17 +146,23 @@ def test_the_scheduler_serves_the_graph_and_stops(services, tmp_path):
     service.start(settings, report=lambda _: None)
     try:
         assert requests.get(f"http://localhost:{settings.scheduler_port}/server_info", timeout=5).ok
-        answer = requests.post(f"http://localhost:{settings.scheduler_port}/graphql", timeout=30, json={
-            "query": "{ assetNodes { assetKey { path } } }"}).json()
+        answer = requests.post(
+            f"http://localhost:{settings.scheduler_port}/graphql",
+            timeout=30,
+            json={"query": "{ assetNodes { assetKey { path } } }"},
+        ).json()
         served = {tuple(node["assetKey"]["path"]) for node in answer["data"]["assetNodes"]}
         assert served == {(t.layer, t.name) for t in [*BRONZE_TABLES, *derived_tables()]}
         # What a page on another site could make the user's browser send is refused.
         graphql = f"http://localhost:{settings.scheduler_port}/graphql"
         wipe = "mutation { wipeAssets(assetPartitionRanges: []) { __typename } }"
-        for refused in (requests.get(graphql, params={"query": wipe}, timeout=30),
-                        requests.post(graphql, data={"query": wipe}, timeout=30),
-                        requests.post(graphql, json={"query": wipe}, timeout=30,
-                                      headers={"Origin": "https://evil.example"})):
+        for refused in (
+            requests.get(graphql, params={"query": wipe}, timeout=30),
+            requests.post(graphql, data={"query": wipe}, timeout=30),
+            requests.post(
+                graphql, json={"query": wipe}, timeout=30, headers={"Origin": "https://evil.example"}
+            ),
+        ):
             assert refused.status_code == 403
             assert refused.text.startswith("refused by the RetailMax scheduler's guard: ")
     finally:

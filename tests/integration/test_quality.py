@@ -6,22 +6,27 @@ own contract on what Silver hands it."""
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta, UTC
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from pyspark.sql import functions as F
 
+from gold.tables import DAILY_SALES
 from ingestion.events import encode
 from ingestion.topics import INVENTORY_TOPIC, event_key
 from lakehouse import timeline
-from gold.tables import DAILY_SALES
 from lakehouse.incremental import utc_now
 from lakehouse.layout import DELETED, snapshot, write
 from lakehouse.tables import quality_results_table
 from pipeline import cli
 from pipeline.commands import EXIT_QUALITY_GATE
-from silver.tables import (CUSTOMER_PROFILES, PRODUCT_DAILY_INVENTORY, SESSIONIZED_CLICKSTREAMS,
-                           SILVER_TABLES, UNIFIED_CUSTOMER_ORDERS)
+from silver.tables import (
+    CUSTOMER_PROFILES,
+    PRODUCT_DAILY_INVENTORY,
+    SESSIONIZED_CLICKSTREAMS,
+    SILVER_TABLES,
+    UNIFIED_CUSTOMER_ORDERS,
+)
 from tests.integration.test_bronze import _cli_env, drain_until_equal
 from tests.integration.test_silver_gold import click, quarantined, run_tables, send_clicks
 
@@ -35,13 +40,34 @@ AHEAD = timedelta(minutes=15)
 ORDERS_AND_PROFILES = (ORDERS, CUSTOMER_PROFILES)
 
 
-def insert_line(db, order_id, line_item_id, customer_id, product_id, quantity=2,
-                unit_price="10.00", discount="0.00", channel="web", status="completed",
-                transaction_ts=None):
-    db.execute("INSERT INTO retail.sales_transactions VALUES "
-               "(%s, %s, %s, %s, %s, %s, %s, %s, NULL, %s, %s, now())",
-               (order_id, line_item_id, customer_id, product_id, quantity, unit_price, discount,
-                channel, status, transaction_ts or datetime.now(UTC)))
+def insert_line(
+    db,
+    order_id,
+    line_item_id,
+    customer_id,
+    product_id,
+    quantity=2,
+    unit_price="10.00",
+    discount="0.00",
+    channel="web",
+    status="completed",
+    transaction_ts=None,
+):
+    db.execute(
+        "INSERT INTO retail.sales_transactions VALUES (%s, %s, %s, %s, %s, %s, %s, %s, NULL, %s, %s, now())",
+        (
+            order_id,
+            line_item_id,
+            customer_id,
+            product_id,
+            quantity,
+            unit_price,
+            discount,
+            channel,
+            status,
+            transaction_ts or datetime.now(UTC),
+        ),
+    )
 
 
 def promoted_keys(spark, settings, table=ORDERS) -> set[tuple]:
@@ -52,34 +78,47 @@ def promoted_keys(spark, settings, table=ORDERS) -> set[tuple]:
 @pytest.fixture
 def clean_source(db):
     """The dev database outlives test sessions: remove this module's rows before and after."""
+
     def remove():
         with db.transaction():
-            db.execute("DELETE FROM retail.sales_transactions WHERE order_id IN (%s, %s)",
-                       (FIRST_ORDER, FIRST_ORDER + 1))
+            db.execute(
+                "DELETE FROM retail.sales_transactions WHERE order_id IN (%s, %s)",
+                (FIRST_ORDER, FIRST_ORDER + 1),
+            )
             db.execute("DELETE FROM retail.product_catalog WHERE product_id = %s", (UNKNOWN_PRODUCT,))
-            db.execute("DELETE FROM retail.customer_master WHERE customer_id = %s",
-                       (BAD_EMAIL_CUSTOMER,))
+            db.execute("DELETE FROM retail.customer_master WHERE customer_id = %s", (BAD_EMAIL_CUSTOMER,))
+
     remove()
     yield
     remove()
 
 
 def stock_report(sku: str, quantity_on_hand: int, ts: datetime) -> dict:
-    return {"sku": sku, "location_id": "WH-TEST", "quantity_on_hand": quantity_on_hand,
-            "change_qty": 0, "reason": "adjustment", "update_ts": ts}
+    return {
+        "sku": sku,
+        "location_id": "WH-TEST",
+        "quantity_on_hand": quantity_on_hand,
+        "change_qty": 0,
+        "reason": "adjustment",
+        "update_ts": ts,
+    }
 
 
 def test_bad_rows_and_events_are_kept_out_with_their_reason_and_promoted_once_fixed(
-        services, spark, db, producer, clean_source):
+    services, spark, db, producer, clean_source
+):
     drain_until_equal(spark, services, db)
     # Takes in what earlier tests left, so that the next batches are this test's alone.
     run_tables(spark, services, SILVER_TABLES)
     customer_id, product_id = db.execute(
-        "SELECT s.customer_id, s.product_id FROM retail.sales_transactions s LIMIT 1").fetchone()
-    db.execute("INSERT INTO retail.customer_master SELECT %s, first_name, last_name, "
-               "'not-an-email', phone, birth_date, city, state, country, region, loyalty_tier, "
-               "created_at, now() FROM retail.customer_master WHERE customer_id = %s",
-               (BAD_EMAIL_CUSTOMER, customer_id))
+        "SELECT s.customer_id, s.product_id FROM retail.sales_transactions s LIMIT 1"
+    ).fetchone()
+    db.execute(
+        "INSERT INTO retail.customer_master SELECT %s, first_name, last_name, "
+        "'not-an-email', phone, birth_date, city, state, country, region, loyalty_tier, "
+        "created_at, now() FROM retail.customer_master WHERE customer_id = %s",
+        (BAD_EMAIL_CUSTOMER, customer_id),
+    )
     now = datetime.now(UTC)
     bad = {  # line -> the rules it breaks (a negative quantity makes a negative amount, too)
         (FIRST_ORDER, 2): ["discount <= line amount", "quantity > 0"],
@@ -96,12 +135,18 @@ def test_bad_rows_and_events_are_kept_out_with_their_reason_and_promoted_once_fi
         insert_line(db, FIRST_ORDER, 5, customer_id, product_id, status="lost")
         insert_line(db, FIRST_ORDER, 6, customer_id, product_id, discount="25.00")
     tag, three_hours_ago = uuid.uuid4().hex[:8], now - timedelta(hours=3)
-    send_clicks(producer, [click(f"stale-{tag}", "page_view", three_hours_ago, 1),
-                           click(f"odd-{tag}", "page_view", three_hours_ago, 1),
-                           click(f"odd-{tag}", "teleport", three_hours_ago, 2)])
+    send_clicks(
+        producer,
+        [
+            click(f"stale-{tag}", "page_view", three_hours_ago, 1),
+            click(f"odd-{tag}", "page_view", three_hours_ago, 1),
+            click(f"odd-{tag}", "teleport", three_hours_ago, 2),
+        ],
+    )
     negative_stock = stock_report(f"SKU-NEGATIVE-{tag}", -3, now)
-    producer.send(INVENTORY_TOPIC, key=event_key(INVENTORY_TOPIC, negative_stock),
-                  value=encode(negative_stock))
+    producer.send(
+        INVENTORY_TOPIC, key=event_key(INVENTORY_TOPIC, negative_stock), value=encode(negative_stock)
+    )
     producer.flush()
     drain_until_equal(spark, services, db)
     reports = run_tables(spark, services, SILVER_TABLES)
@@ -113,44 +158,64 @@ def test_bad_rows_and_events_are_kept_out_with_their_reason_and_promoted_once_fi
     orders = promoted_keys(spark, services)
     assert (FIRST_ORDER, 1) in orders and not orders & set(bad)
     assert quarantined(spark, services, CUSTOMER_PROFILES)[(BAD_EMAIL_CUSTOMER,)][0] == [
-        "email is a valid address"]
+        "email is a valid address"
+    ]
     assert (BAD_EMAIL_CUSTOMER,) not in promoted_keys(spark, services, CUSTOMER_PROFILES)
     counts = reports[ORDERS.name].reconciliation
     assert counts.rows_in == counts.promoted + counts.quarantined + counts.held_back + counts.removed
     assert (counts.quarantined, counts.held_back) >= (4, 1)
     results = snapshot(spark, quality_results_table("silver"), services).where(
-        (F.col("table_name") == ORDERS.name) & (F.col("rule") == "quantity > 0") & ~F.col("success"))
+        (F.col("table_name") == ORDERS.name) & (F.col("rule") == "quantity > 0") & ~F.col("success")
+    )
     assert results.where(F.col("sample_values").contains("-2")).count() >= 1
 
     # From the event streams: an unknown event type quarantines its session, a negative
     # stock its sku and day; a batch three hours old is only warned about, and promoted.
     sessions = SESSIONIZED_CLICKSTREAMS
     assert quarantined(spark, services, sessions)[(f"odd-{tag}",)] == (
-        ["event types are known"], "quarantined")
+        ["event types are known"],
+        "quarantined",
+    )
     assert (f"stale-{tag}",) in promoted_keys(spark, services, sessions)
     freshness = "newest session_end_ts at most 1 hour old"
-    assert any(b.startswith(f'{sessions.name}: rule "{freshness}" (warn) failed')
-               for b in reports[sessions.name].breaches), reports[sessions.name].breaches
+    assert any(
+        b.startswith(f'{sessions.name}: rule "{freshness}" (warn) failed')
+        for b in reports[sessions.name].breaches
+    ), reports[sessions.name].breaches
     recorded = snapshot(spark, quality_results_table("silver"), services).where(
-        (F.col("table_name") == sessions.name) & (F.col("rule") == freshness) & ~F.col("success")
-        & (F.col("rows_checked") == 2))
+        (F.col("table_name") == sessions.name)
+        & (F.col("rule") == freshness)
+        & ~F.col("success")
+        & (F.col("rows_checked") == 2)
+    )
     assert recorded.count() >= 1
     stock_day = (negative_stock["sku"], now.date())
     assert quarantined(spark, services, PRODUCT_DAILY_INVENTORY)[stock_day] == (
-        ["quantity_on_hand >= 0"], "quarantined")
+        ["quantity_on_hand >= 0"],
+        "quarantined",
+    )
 
     # Fixed at the source: each line is corrected, the product arrives, the e-mail is fixed,
     # a new count replaces the negative stock. The future-dated line is left alone: once
     # its time has come (the runner's clock is moved on past it) it passes as it is.
     with db.transaction():
-        db.execute("UPDATE retail.sales_transactions SET quantity = 2, status = 'completed', "
-                   "discount = 0 WHERE order_id = %s AND line_item_id <> 4", (FIRST_ORDER,))
-        db.execute("INSERT INTO retail.product_catalog (product_id, sku, name, description, "
-                   "category, brand, unit_price, active, updated_ts) SELECT %s, 'SKU-LATE-1', name, "
-                   "description, category, brand, unit_price, active, now() "
-                   "FROM retail.product_catalog WHERE product_id = %s", (UNKNOWN_PRODUCT, product_id))
-        db.execute("UPDATE retail.customer_master SET email = 'fixed@example.com', "
-                   "updated_ts = now() WHERE customer_id = %s", (BAD_EMAIL_CUSTOMER,))
+        db.execute(
+            "UPDATE retail.sales_transactions SET quantity = 2, status = 'completed', "
+            "discount = 0 WHERE order_id = %s AND line_item_id <> 4",
+            (FIRST_ORDER,),
+        )
+        db.execute(
+            "INSERT INTO retail.product_catalog (product_id, sku, name, description, "
+            "category, brand, unit_price, active, updated_ts) SELECT %s, 'SKU-LATE-1', name, "
+            "description, category, brand, unit_price, active, now() "
+            "FROM retail.product_catalog WHERE product_id = %s",
+            (UNKNOWN_PRODUCT, product_id),
+        )
+        db.execute(
+            "UPDATE retail.customer_master SET email = 'fixed@example.com', "
+            "updated_ts = now() WHERE customer_id = %s",
+            (BAD_EMAIL_CUSTOMER,),
+        )
     recount = stock_report(negative_stock["sku"], 7, now + timedelta(seconds=1))
     producer.send(INVENTORY_TOPIC, key=event_key(INVENTORY_TOPIC, recount), value=encode(recount))
     producer.flush()
@@ -164,12 +229,14 @@ def test_bad_rows_and_events_are_kept_out_with_their_reason_and_promoted_once_fi
     assert stock_day not in quarantined(spark, services, PRODUCT_DAILY_INVENTORY)
 
 
-def test_a_fail_tier_breach_commits_nothing_and_exits_non_zero(services, spark, db, clean_source,
-                                                                capsys, monkeypatch):
+def test_a_fail_tier_breach_commits_nothing_and_exits_non_zero(
+    services, spark, db, clean_source, capsys, monkeypatch
+):
     drain_until_equal(spark, services, db)
     run_tables(spark, services, ORDERS_AND_PROFILES)
     customer_id, product_id = db.execute(
-        "SELECT customer_id, product_id FROM retail.sales_transactions LIMIT 1").fetchone()
+        "SELECT customer_id, product_id FROM retail.sales_transactions LIMIT 1"
+    ).fetchone()
     insert_line(db, FIRST_ORDER + 1, 1, customer_id, product_id, channel="kiosk")
     drain_until_equal(spark, services, db)
     path = ORDERS.path(services)
@@ -181,8 +248,11 @@ def test_a_fail_tier_breach_commits_nothing_and_exits_non_zero(services, spark, 
     code = cli.main(["silver", "--table", ORDERS.name])
     error = capsys.readouterr().err
     assert code == EXIT_QUALITY_GATE
-    assert (f'{ORDERS.name}: rule "channel is known" (fail) failed for 1 of' in error
-            and '"channel": "kiosk"' in error and f'"order_id": {FIRST_ORDER + 1}' in error), error
+    assert (
+        f'{ORDERS.name}: rule "channel is known" (fail) failed for 1 of' in error
+        and '"channel": "kiosk"' in error
+        and f'"order_id": {FIRST_ORDER + 1}' in error
+    ), error
     after = timeline.read(spark, path)
     assert (after.latest, after.last_consumed) == (before.latest, before.last_consumed)
     assert snapshot(spark, ORDERS, services).count() == rows_before
@@ -193,7 +263,6 @@ def test_a_fail_tier_breach_commits_nothing_and_exits_non_zero(services, spark, 
     assert run_tables(spark, services, ORDERS_AND_PROFILES)[ORDERS.name].mode == "incremental"
 
 
-
 def test_gold_keeps_out_a_group_that_breaks_its_rules(services, spark, db):
     """Silver's rules keep negative lines out, so Gold's own rules are the last line of
     defence: a line written straight into Silver (as a bug or a hand edit would) makes a
@@ -202,11 +271,15 @@ def test_gold_keeps_out_a_group_that_breaks_its_rules(services, spark, db):
     run_tables(spark, services, (ORDERS, DAILY_SALES))
     category = f"gate_probe_{uuid.uuid4().hex[:8]}"
     columns = snapshot(spark, ORDERS, services).schema
-    probe = (snapshot(spark, ORDERS, services).where("status = 'completed'").limit(1)
-             .withColumn("order_id", F.lit(FIRST_ORDER + 2).cast(columns["order_id"].dataType))
-             .withColumn("product_category", F.lit(category))
-             .withColumn("quantity", F.lit(-1).cast(columns["quantity"].dataType))
-             .withColumn("line_total", F.lit(-10).cast(columns["line_total"].dataType)))
+    probe = (
+        snapshot(spark, ORDERS, services)
+        .where("status = 'completed'")
+        .limit(1)
+        .withColumn("order_id", F.lit(FIRST_ORDER + 2).cast(columns["order_id"].dataType))
+        .withColumn("product_category", F.lit(category))
+        .withColumn("quantity", F.lit(-1).cast(columns["quantity"].dataType))
+        .withColumn("line_total", F.lit(-10).cast(columns["line_total"].dataType))
+    )
     line = spark.createDataFrame(probe.collect(), probe.schema)
     write(line.withColumn(DELETED, F.lit(False)), ORDERS, services, "upsert")
     order_date, region = line.select("order_date", "region").first()
@@ -214,7 +287,9 @@ def test_gold_keeps_out_a_group_that_breaks_its_rules(services, spark, db):
 
     report = run_tables(spark, services, (DAILY_SALES,))[DAILY_SALES.name]
     assert quarantined(spark, services, DAILY_SALES)[group] == (
-        ["total_sales_amount >= 0", "units_sold > 0"], "quarantined")
+        ["total_sales_amount >= 0", "units_sold > 0"],
+        "quarantined",
+    )
     assert group not in promoted_keys(spark, services, DAILY_SALES)
     assert report.reconciliation.quarantined == 1
 

@@ -4,7 +4,7 @@ not even inside a bulk load whose rows share WAL positions."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
@@ -26,14 +26,19 @@ def test_changes_made_while_connect_is_down_arrive_after_restart(services, db, t
     stack.stop_service(services, "connect", crash=crash)
     changed = (11, 12, 13) if crash else (14, 15)
     for customer_id in changed:
-        db.execute("UPDATE retail.customer_master SET loyalty_tier = %s, updated_ts = now()"
-                   " WHERE customer_id = %s", (tier, customer_id))
+        db.execute(
+            "UPDATE retail.customer_master SET loyalty_tier = %s, updated_ts = now() WHERE customer_id = %s",
+            (tier, customer_id),
+        )
     stack.start_service(services, "connect")
     assert connector.register(services) == "unchanged"
 
     def arrived(messages):
-        return {v["after"]["customer_id"] for _, v in messages
-                if v and v["op"] == "u" and v["after"]["loyalty_tier"] == tier} >= set(changed)
+        return {
+            v["after"]["customer_id"]
+            for _, v in messages
+            if v and v["op"] == "u" and v["after"]["loyalty_tier"] == tier
+        } >= set(changed)
 
     reader.read_until(arrived, timeout=90)
 
@@ -45,25 +50,43 @@ BULK_LINES = 60_000
 
 def _copy_lines(db, first_order_id: int) -> None:
     now = datetime.now(UTC)
-    lines = ({"order_id": first_order_id + n, "line_item_id": 1, "customer_id": 1 + n % 50,
-              "product_id": 1 + n % 20, "quantity": 1 + n % 3, "unit_price": Decimal("9.99"),
-              "discount": Decimal("0.00"), "channel": "web", "store_id": None, "status": "pending",
-              "transaction_ts": now, "updated_ts": now} for n in range(BULK_LINES))
+    lines = (
+        {
+            "order_id": first_order_id + n,
+            "line_item_id": 1,
+            "customer_id": 1 + n % 50,
+            "product_id": 1 + n % 20,
+            "quantity": 1 + n % 3,
+            "unit_price": Decimal("9.99"),
+            "discount": Decimal("0.00"),
+            "channel": "web",
+            "store_id": None,
+            "status": "pending",
+            "transaction_ts": now,
+            "updated_ts": now,
+        }
+        for n in range(BULK_LINES)
+    )
     with db.transaction():
         copy_rows(db, "sales_transactions", lines)
 
 
 def _insert_select_lines(db, first_order_id: int) -> None:
-    db.execute("INSERT INTO retail.sales_transactions SELECT g, 1, 1 + g %% 50, 1 + g %% 20,"
-               " 1 + g %% 3, 9.99, 0, 'web', NULL, 'pending', now(), now()"
-               " FROM generate_series(%s::bigint, %s::bigint) AS g",
-               (first_order_id, first_order_id + BULK_LINES - 1))
+    db.execute(
+        "INSERT INTO retail.sales_transactions SELECT g, 1, 1 + g %% 50, 1 + g %% 20,"
+        " 1 + g %% 3, 9.99, 0, 'web', NULL, 'pending', now(), now()"
+        " FROM generate_series(%s::bigint, %s::bigint) AS g",
+        (first_order_id, first_order_id + BULK_LINES - 1),
+    )
 
 
 def _ours(messages, first_order_id: int) -> list[dict]:
     """The load's insert events among `messages`."""
-    return [v for _, v in messages if v and v["op"] == "c"
-            and first_order_id <= v["after"]["order_id"] < first_order_id + BULK_LINES]
+    return [
+        v
+        for _, v in messages
+        if v and v["op"] == "c" and first_order_id <= v["after"]["order_id"] < first_order_id + BULK_LINES
+    ]
 
 
 # Connect stops its REST server before its tasks, and Jetty may wait out its 30 s stop timeout
@@ -77,14 +100,18 @@ ATTEMPTS_TO_STOP_MID_LOAD = 2
 # drain and pass takes, so `make test` kills Connect under one kind of load (COPY and
 # INSERT ... SELECT are both one large transaction in the WAL, which is what Debezium reads)
 # and the long tests run the other three.
-@pytest.mark.parametrize(("load", "crash"), [
-    pytest.param(_copy_lines, True, id="copy-sigkill"),
-    pytest.param(_insert_select_lines, True, id="insert_select-sigkill", marks=pytest.mark.long),
-    pytest.param(_copy_lines, False, id="copy-sigterm", marks=pytest.mark.long),
-    pytest.param(_insert_select_lines, False, id="insert_select-sigterm", marks=pytest.mark.long),
-])
+@pytest.mark.parametrize(
+    ("load", "crash"),
+    [
+        pytest.param(_copy_lines, True, id="copy-sigkill"),
+        pytest.param(_insert_select_lines, True, id="insert_select-sigkill", marks=pytest.mark.long),
+        pytest.param(_copy_lines, False, id="copy-sigterm", marks=pytest.mark.long),
+        pytest.param(_insert_select_lines, False, id="insert_select-sigterm", marks=pytest.mark.long),
+    ],
+)
 def test_a_bulk_load_streaming_when_connect_stops_reaches_kafka_and_bronze_whole(
-        services, spark, db, topic_reader, load, crash):
+    services, spark, db, topic_reader, load, crash
+):
     first_order_id = db.execute("SELECT max(order_id) + 1000 FROM retail.sales_transactions").fetchone()[0]
     lines = topic_reader(cdc_topic("sales_transactions"))
     offsets = topic_reader(CONNECT_OFFSETS_TOPIC)
@@ -102,8 +129,9 @@ def test_a_bulk_load_streaming_when_connect_stops_reaches_kafka_and_bronze_whole
                 tx_id = tx_id or (events[0]["source"]["txId"] if events else None)
                 if tx_id and any(v and v.get("txId") == tx_id for _, v in offsets.poll(100)):
                     break
-                assert time.monotonic() < deadline, (f"no offset committed inside the load; "
-                                                     f"{len(arrived)} lines arrived")
+                assert time.monotonic() < deadline, (
+                    f"no offset committed inside the load; {len(arrived)} lines arrived"
+                )
             stack.stop_service(services, "connect", crash=crash)
             connect_stopped = True
             while events := _ours(lines.poll(1000), load_start):

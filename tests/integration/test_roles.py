@@ -25,12 +25,15 @@ def test_each_role_may_do_its_job_and_nothing_else(services, db):
         _refused(reader, "UPDATE retail.customer_master SET city = city WHERE customer_id = -1")
         _refused(reader, "DELETE FROM retail.sales_transactions WHERE order_id = -1")
     with database.connect(services, ERASER, autocommit=True) as eraser:
-        eraser.execute("UPDATE retail.customer_master SET email = email, phone = phone "
-                       "WHERE customer_id = -1")
+        eraser.execute(
+            "UPDATE retail.customer_master SET email = email, phone = phone WHERE customer_id = -1"
+        )
         _refused(eraser, "UPDATE retail.customer_master SET country = country WHERE customer_id = -1")
         _refused(eraser, "DELETE FROM retail.customer_master WHERE customer_id = -1")
         _refused(eraser, "SELECT count(*) FROM retail.sales_transactions")
     names = [role.name for role in PG_ROLES] + ["debezium", "metastore"]
-    privileged = db.execute("SELECT rolname FROM pg_roles WHERE rolname = ANY(%s) AND "
-                            "(rolsuper OR rolcreaterole OR rolcreatedb)", (names,)).fetchall()
+    privileged = db.execute(
+        "SELECT rolname FROM pg_roles WHERE rolname = ANY(%s) AND (rolsuper OR rolcreaterole OR rolcreatedb)",
+        (names,),
+    ).fetchall()
     assert privileged == []

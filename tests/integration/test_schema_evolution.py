@@ -18,8 +18,8 @@ from pyspark.sql import functions as F
 
 from bronze import job as bronze_job
 from bronze.job import BronzeError, BronzeJob
-from infra.native.process import wait_until
 from bronze.tables import PRODUCT_CATALOG
+from infra.native.process import wait_until
 from ingestion.topics import cdc_topic
 from lakehouse import catalog
 from lakehouse.layout import snapshot
@@ -49,47 +49,72 @@ def wait_for_change(topic_reader, product_id: int) -> None:
     It publishes in WAL order, so behind whatever is still queued: the bulk loads of the
     module before this one take it a minute or more."""
     reader = topic_reader(cdc_topic("product_catalog"))
-    reader.read_until(lambda messages: any(
-        isinstance(value, dict) and (value.get("after") or {}).get("product_id") == product_id
-        for _, value in messages), timeout=180)
+    reader.read_until(
+        lambda messages: any(
+            isinstance(value, dict) and (value.get("after") or {}).get("product_id") == product_id
+            for _, value in messages
+        ),
+        timeout=180,
+    )
 
 
 @pytest.fixture
 def weights_table(services, spark, tmp_path):
     sql = tmp_path / "product_weights.sql"
     sql.write_text("SELECT product_id, sku, updated_ts AS last_updated_ts FROM products")
-    table = ScratchTable(name="hudi_product_weights_silver", layer="silver", sql=sql,
-                         record_key=("product_id",), ordering=("last_updated_ts",),
-                         inputs=(Input(PRODUCT_CATALOG, "products"),), transform="product_weights")
+    table = ScratchTable(
+        name="hudi_product_weights_silver",
+        layer="silver",
+        sql=sql,
+        record_key=("product_id",),
+        ordering=("last_updated_ts",),
+        inputs=(Input(PRODUCT_CATALOG, "products"),),
+        transform="product_weights",
+    )
     yield table
     spark.sql(f"DROP TABLE IF EXISTS {table.qualified_name}")
     shutil.rmtree(table.path(services).removeprefix("file:"), ignore_errors=True)
 
 
 def test_a_column_added_at_the_source_reaches_bronze_and_a_silver_table_that_selects_it(
-        services, spark, db, topic_reader, weights_table):
+    services, spark, db, topic_reader, weights_table
+):
     drain_until_equal(spark, services, db, tables=(PRODUCT_CATALOG,))
     assert run_tables(spark, services, [weights_table])[weights_table.name].mode == "full"
-    light, heavy, untouched = [row[0] for row in db.execute(
-        "SELECT product_id FROM retail.product_catalog ORDER BY product_id LIMIT 3").fetchall()]
+    light, heavy, untouched = [
+        row[0]
+        for row in db.execute(
+            "SELECT product_id FROM retail.product_catalog ORDER BY product_id LIMIT 3"
+        ).fetchall()
+    ]
     try:
         db.execute("ALTER TABLE retail.product_catalog ADD COLUMN weight_grams integer")
-        db.execute("UPDATE retail.product_catalog SET weight_grams = 250, updated_ts = now()"
-                   " WHERE product_id = %s", (light,))
-        db.execute("UPDATE retail.product_catalog SET weight_grams = 9000, updated_ts = now()"
-                   " WHERE product_id = %s", (heavy,))
+        db.execute(
+            "UPDATE retail.product_catalog SET weight_grams = 250, updated_ts = now() WHERE product_id = %s",
+            (light,),
+        )
+        db.execute(
+            "UPDATE retail.product_catalog SET weight_grams = 9000, updated_ts = now() WHERE product_id = %s",
+            (heavy,),
+        )
         wait_for_change(topic_reader, heavy)
         # No restart, no rewrite: the next batch carries the column, old rows read null.
         drain_until_equal(spark, services, db, tables=(PRODUCT_CATALOG,))
-        weights = {row.product_id: row.weight_grams
-                   for row in snapshot(spark, PRODUCT_CATALOG, services).collect()}
+        weights = {
+            row.product_id: row.weight_grams for row in snapshot(spark, PRODUCT_CATALOG, services).collect()
+        }
         assert (weights[light], weights[heavy], weights[untouched]) == (250, 9000, None)
         assert set(weights.values()) == {250, 9000, None}
 
         # Analysts see it through the catalog, in a new process.
         result = subprocess.run(
             lakehouse("sql", "SELECT sum(weight_grams) AS total FROM bronze.hudi_product_catalog_bronze"),
-            cwd=ROOT, env=_cli_env(services), capture_output=True, text=True, timeout=300)
+            cwd=ROOT,
+            env=_cli_env(services),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert result.returncode == 0, result.stderr[-2000:]
         assert "9250" in [line.strip("| ") for line in result.stdout.splitlines()], result.stdout
 
@@ -97,14 +122,18 @@ def test_a_column_added_at_the_source_reaches_bronze_and_a_silver_table_that_sel
         # once its transform selects it, the next run rebuilds it, then goes on incrementally.
         assert run_tables(spark, services, [weights_table])[weights_table.name].mode == "incremental"
         weights_table.sql.write_text(
-            "SELECT product_id, sku, weight_grams, updated_ts AS last_updated_ts FROM products")
+            "SELECT product_id, sku, weight_grams, updated_ts AS last_updated_ts FROM products"
+        )
         report = run_tables(spark, services, [weights_table])[weights_table.name]
         assert report.mode == "full" and "transform product_weights.sql changed" in report.note
-        silver = {row.product_id: row.weight_grams
-                  for row in snapshot(spark, weights_table, services).collect()}
+        silver = {
+            row.product_id: row.weight_grams for row in snapshot(spark, weights_table, services).collect()
+        }
         assert silver == weights
-        db.execute("UPDATE retail.product_catalog SET weight_grams = 300, updated_ts = now()"
-                   " WHERE product_id = %s", (light,))
+        db.execute(
+            "UPDATE retail.product_catalog SET weight_grams = 300, updated_ts = now() WHERE product_id = %s",
+            (light,),
+        )
         drain_until_equal(spark, services, db, tables=(PRODUCT_CATALOG,))
         assert run_tables(spark, services, [weights_table])[weights_table.name].mode == "incremental"
         assert product_row(spark, services, light, weights_table).weight_grams == 300
@@ -113,15 +142,20 @@ def test_a_column_added_at_the_source_reaches_bronze_and_a_silver_table_that_sel
 
 
 def test_a_dropped_column_stops_bronze_until_the_declaration_drops_it_and_nothing_is_lost(
-        services, spark, db, topic_reader):
+    services, spark, db, topic_reader
+):
     drain_until_equal(spark, services, db, tables=(PRODUCT_CATALOG,))
     descriptions = db.execute("SELECT product_id, description FROM retail.product_catalog").fetchall()
     product, price = db.execute(
-        "SELECT product_id, unit_price FROM retail.product_catalog ORDER BY product_id LIMIT 1").fetchone()
+        "SELECT product_id, unit_price FROM retail.product_catalog ORDER BY product_id LIMIT 1"
+    ).fetchone()
     try:
         db.execute("ALTER TABLE retail.product_catalog DROP COLUMN description")
-        db.execute("UPDATE retail.product_catalog SET unit_price = unit_price + 1, updated_ts = now()"
-                   " WHERE product_id = %s", (product,))
+        db.execute(
+            "UPDATE retail.product_catalog SET unit_price = unit_price + 1, updated_ts = now()"
+            " WHERE product_id = %s",
+            (product,),
+        )
         wait_for_change(topic_reader, product)
         for _ in range(2):  # the batch is still there for a second try: nothing moved on
             with pytest.raises(BronzeError) as stopped:
@@ -129,12 +163,16 @@ def test_a_dropped_column_stops_bronze_until_the_declaration_drops_it_and_nothin
             assert str(stopped.value).startswith(
                 "the source schema of retail.product_catalog (Bronze table "
                 "hudi_product_catalog_bronze) changed: column description (string) was dropped. "
-                "Bronze stopped before landing this batch, and its messages wait in Kafka.")
+                "Bronze stopped before landing this batch, and its messages wait in Kafka."
+            )
             assert product_row(spark, services, product).unit_price == price
 
         # What the message says to do: drop the column from the declaration.
-        edited = dataclasses.replace(PRODUCT_CATALOG, nullable=(), columns={
-            name: kind for name, kind in PRODUCT_CATALOG.columns.items() if name != "description"})
+        edited = dataclasses.replace(
+            PRODUCT_CATALOG,
+            nullable=(),
+            columns={name: kind for name, kind in PRODUCT_CATALOG.columns.items() if name != "description"},
+        )
         BronzeJob(spark, services, (edited,)).drain()
         landed = product_row(spark, services, product)
         assert (landed.unit_price, landed.description) == (price + 1, None)
@@ -142,13 +180,16 @@ def test_a_dropped_column_stops_bronze_until_the_declaration_drops_it_and_nothin
         # Put the column back as it was, so later tests find the source they expect.
         db.execute("ALTER TABLE retail.product_catalog ADD COLUMN IF NOT EXISTS description text")
         with db.cursor() as cursor:
-            cursor.executemany("UPDATE retail.product_catalog SET description = %s"
-                               " WHERE product_id = %s", [(d, p) for p, d in descriptions])
+            cursor.executemany(
+                "UPDATE retail.product_catalog SET description = %s WHERE product_id = %s",
+                [(d, p) for p, d in descriptions],
+            )
     drain_until_equal(spark, services, db, tables=(PRODUCT_CATALOG,))
 
 
 def test_a_retype_the_declaration_cannot_hold_stops_bronze_until_it_is_reverted(
-        services, spark, db, topic_reader, monkeypatch):
+    services, spark, db, topic_reader, monkeypatch
+):
     drain_until_equal(spark, services, db, tables=(PRODUCT_CATALOG,))
     product, price = db.execute(
         "SELECT product_id, unit_price FROM retail.product_catalog ORDER BY product_id DESC LIMIT 1"
@@ -158,11 +199,17 @@ def test_a_retype_the_declaration_cannot_hold_stops_bronze_until_it_is_reverted(
     streaming = None
     try:
         db.execute("ALTER TABLE retail.product_catalog ALTER COLUMN unit_price TYPE numeric(14,4)")
-        db.execute("UPDATE retail.product_catalog SET unit_price = unit_price + 0.0049,"
-                   " updated_ts = now() WHERE product_id = %s", (product,))
+        db.execute(
+            "UPDATE retail.product_catalog SET unit_price = unit_price + 0.0049,"
+            " updated_ts = now() WHERE product_id = %s",
+            (product,),
+        )
         wait_for_change(topic_reader, product)
-        with pytest.raises(BronzeError, match=r"column unit_price changed type to numeric\(14,4\), "
-                                              r"which decimal\(12,2\) cannot hold"):
+        with pytest.raises(
+            BronzeError,
+            match=r"column unit_price changed type to numeric\(14,4\), "
+            r"which decimal\(12,2\) cannot hold",
+        ):
             BronzeJob(spark, services, (PRODUCT_CATALOG,)).drain()
         assert product_row(spark, services, product).unit_price == price
 
@@ -171,8 +218,9 @@ def test_a_retype_the_declaration_cannot_hold_stops_bronze_until_it_is_reverted(
         streaming = threading.Thread(target=job.run_continuously, args=(1, said.append))
         streaming.start()
         wait_until(lambda: len(said) >= 2, 120, "two refusals while streaming", None)
-        assert said[0].startswith("the source schema of retail.product_catalog") and \
-            said[0].endswith("Trying again in 2 s."), said[0]
+        assert said[0].startswith("the source schema of retail.product_catalog") and said[0].endswith(
+            "Trying again in 2 s."
+        ), said[0]
     finally:
         db.execute("ALTER TABLE retail.product_catalog ALTER COLUMN unit_price TYPE numeric(12,2)")
     # Reverted at the source, the stream goes on by itself: the change written meanwhile holds
@@ -181,13 +229,30 @@ def test_a_retype_the_declaration_cannot_hold_stops_bronze_until_it_is_reverted(
     try:
         quarantine = PRODUCT_CATALOG.quarantine
         refused = f"wrong type for unit_price (decimal(12,2)): '{price + Decimal('0.0049')}'"
-        wait_until(lambda: catalog.exists(spark, quarantine.path(services)) and snapshot(
-            spark, quarantine, services).where(F.col("error") == refused).count() == 1,
-                   120, "the change that does not fit to be quarantined", None)
-        updated_ts = db.execute("UPDATE retail.product_catalog SET updated_ts = now() WHERE product_id"
-                                " = %s RETURNING updated_ts", (product,)).fetchone()[0].replace(tzinfo=None)
-        wait_until(lambda: product_row(spark, services, product).updated_ts == updated_ts, 120,
-                   "the row's next change to land", None)
+        wait_until(
+            lambda: (
+                catalog.exists(spark, quarantine.path(services))
+                and snapshot(spark, quarantine, services).where(F.col("error") == refused).count() == 1
+            ),
+            120,
+            "the change that does not fit to be quarantined",
+            None,
+        )
+        updated_ts = (
+            db.execute(
+                "UPDATE retail.product_catalog SET updated_ts = now() WHERE product_id"
+                " = %s RETURNING updated_ts",
+                (product,),
+            )
+            .fetchone()[0]
+            .replace(tzinfo=None)
+        )
+        wait_until(
+            lambda: product_row(spark, services, product).updated_ts == updated_ts,
+            120,
+            "the row's next change to land",
+            None,
+        )
         assert product_row(spark, services, product).unit_price == price
     finally:
         for query in spark.streams.active:

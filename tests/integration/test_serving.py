@@ -10,7 +10,7 @@ import pwd
 import re
 import subprocess
 import sys
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -43,8 +43,10 @@ def _normalized(value):
 
 
 def _rows(rows) -> list[tuple]:
-    return sorted((tuple(_normalized(v) for v in row) for row in rows),
-                  key=lambda row: tuple((v is None, str(v)) for v in row))
+    return sorted(
+        (tuple(_normalized(v) for v in row) for row in rows),
+        key=lambda row: tuple((v is None, str(v)) for v in row),
+    )
 
 
 def _spark_rows(spark, sql: str) -> list[tuple]:
@@ -56,15 +58,32 @@ def _beeline(settings, sql: str, password_file: Path) -> list[list[str]]:
     password_file.write_text(settings.analyst_password)
     password_file.chmod(0o600)
     result = subprocess.run(
-        [str(BIN / "beeline"), "-u", jdbc.jdbc_url(settings), "-n", settings.analyst_user,
-         "-w", str(password_file), "--silent=true", "--outputformat=csv2", "--showHeader=false",
-         "-e", sql],
-        capture_output=True, text=True, timeout=120,
-        env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"})
+        [
+            str(BIN / "beeline"),
+            "-u",
+            jdbc.jdbc_url(settings),
+            "-n",
+            settings.analyst_user,
+            "-w",
+            str(password_file),
+            "--silent=true",
+            "--outputformat=csv2",
+            "--showHeader=false",
+            "-e",
+            sql,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"},
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     # Silent beeline still echoes its prompt before the first row.
-    lines = [line.split("> ", 1)[-1] for line in result.stdout.splitlines()
-             if line.strip() and not line.rstrip().endswith(">")]
+    lines = [
+        line.split("> ", 1)[-1]
+        for line in result.stdout.splitlines()
+        if line.strip() and not line.rstrip().endswith(">")
+    ]
     return sorted(list(row) for row in csv.reader(io.StringIO("\n".join(lines))) if row)
 
 
@@ -72,14 +91,16 @@ def _as_text(value) -> str:
     if value is None:
         return "NULL"
     if isinstance(value, datetime):
-        return value.isoformat(sep=" ").rstrip("0").rstrip(".") if value.microsecond else \
-            value.isoformat(sep=" ")
+        return (
+            value.isoformat(sep=" ").rstrip("0").rstrip(".")
+            if value.microsecond
+            else value.isoformat(sep=" ")
+        )
     return str(value)
 
 
 @pytest.mark.parametrize("name", sorted(GOLD_QUERIES))
-def test_jdbc_clients_and_the_fast_path_answer_what_spark_sql_answers(lakehouse, spark, name,
-                                                                      tmp_path):
+def test_jdbc_clients_and_the_fast_path_answer_what_spark_sql_answers(lakehouse, spark, name, tmp_path):
     sql = GOLD_QUERIES[name]
     expected = _spark_rows(spark, sql)
     assert expected, f"{name} returned no rows: the test would prove nothing"
@@ -92,12 +113,15 @@ def test_jdbc_clients_and_the_fast_path_answer_what_spark_sql_answers(lakehouse,
     answered = _beeline(lakehouse, sql, tmp_path / "password")
     assert answered == sorted([_as_text(v) for v in row] for row in expected)
 
-    assert _rows(tuple(r.values()) for r in fastpath.query(lakehouse.warehouse, sql).table.to_pylist()) \
+    assert (
+        _rows(tuple(r.values()) for r in fastpath.query(lakehouse.warehouse, sql).table.to_pylist())
         == expected
+    )
 
 
-@pytest.mark.parametrize("table", [t for d in derived_tables() for t in (d, d.quarantine)],
-                         ids=lambda t: t.name)
+@pytest.mark.parametrize(
+    "table", [t for d in derived_tables() for t in (d, d.quarantine)], ids=lambda t: t.name
+)
 def test_the_fast_path_reads_every_silver_and_gold_table_exactly(lakehouse, spark, table):
     sql = f"SELECT * FROM {table.qualified_name}"
     if not spark.catalog.tableExists(table.qualified_name):
@@ -110,8 +134,9 @@ def test_the_fast_path_reads_every_silver_and_gold_table_exactly(lakehouse, spar
     fast = fastpath.query(lakehouse.warehouse, sql).table
     assert sorted(fast.column_names) == sorted(frame.columns)
     columns = sorted(frame.columns)
-    assert _rows(tuple(r[c] for c in columns) for r in fast.to_pylist()) == \
-        _rows(tuple(r[c] for c in columns) for r in frame.collect())
+    assert _rows(tuple(r[c] for c in columns) for r in fast.to_pylist()) == _rows(
+        tuple(r[c] for c in columns) for r in frame.collect()
+    )
 
 
 def test_time_travel_and_history_show_gold_as_of_a_past_commit(lakehouse, spark, db):
@@ -124,7 +149,7 @@ def test_time_travel_and_history_show_gold_as_of_a_past_commit(lakehouse, spark,
     drain_until_equal(spark, lakehouse, db)
     run_all(spark, lakehouse)
     commits = history.history(lakehouse.warehouse, table)
-    assert commits[:len(commits_before)] == commits_before
+    assert commits[: len(commits_before)] == commits_before
     latest, past = commits[-1], commits_before[-1]
     assert latest.completed > past.completed and latest.rows_written > 0
     assert _spark_rows(spark, totals) != before, "the workload changed no Gold total"
@@ -135,19 +160,31 @@ def test_time_travel_and_history_show_gold_as_of_a_past_commit(lakehouse, spark,
         cursor = connection.cursor()
         cursor.execute(as_of)
         assert _rows(cursor.fetchall()) == before
-    changed = spark.sql(f"SELECT DISTINCT _hoodie_commit_time FROM hudi_table_changes("
-                        f"'{table}', 'latest_state', '{past.completed}')").collect()
+    changed = spark.sql(
+        f"SELECT DISTINCT _hoodie_commit_time FROM hudi_table_changes("
+        f"'{table}', 'latest_state', '{past.completed}')"
+    ).collect()
     assert {r[0] for r in changed} == {c.requested for c in commits if c.completed > past.completed}
 
-    printed = subprocess.run([str(BIN / "lakehouse"), "history", table], capture_output=True,
-                             text=True, env=_cli_env(lakehouse), timeout=60)
+    printed = subprocess.run(
+        [str(BIN / "lakehouse"), "history", table],
+        capture_output=True,
+        text=True,
+        env=_cli_env(lakehouse),
+        timeout=60,
+    )
     assert printed.returncode == 0, printed.stderr
     assert latest.completed in printed.stdout and past.completed in printed.stdout
 
 
 def _lakehouse_query(settings, sql: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(BIN / "lakehouse"), "query", sql], capture_output=True, text=True,
-                          env=_cli_env(settings), timeout=60)
+    return subprocess.run(
+        [str(BIN / "lakehouse"), "query", sql],
+        capture_output=True,
+        text=True,
+        env=_cli_env(settings),
+        timeout=60,
+    )
 
 
 def test_lakehouse_query_prints_rows_and_names_what_is_wrong(lakehouse):
@@ -160,7 +197,8 @@ def test_lakehouse_query_prints_rows_and_names_what_is_wrong(lakehouse):
     assert unknown.stderr.strip().splitlines() == [
         f"error: unknown table gold.hudi_no_such_gold: no Hudi table at "
         f"{lakehouse.warehouse}/gold/hudi_no_such_gold (tables: "
-        f"{', '.join(fastpath.existing_tables(lakehouse.warehouse))})"]
+        f"{', '.join(fastpath.existing_tables(lakehouse.warehouse))})"
+    ]
 
     syntax = _lakehouse_query(lakehouse, "SELEC count(*) FROM gold.hudi_daily_sales_gold")
     assert syntax.returncode == 1
@@ -172,37 +210,56 @@ def test_a_jdbc_server_that_is_down_is_named_in_one_line(lakehouse):
     import dataclasses
 
     nowhere = dataclasses.replace(lakehouse, thrift_port=9)
-    with pytest.raises(jdbc.ServerDown, match=r"^the JDBC server at localhost:9 does not answer: "
-                                             r"start it with `make services`"):
+    with pytest.raises(
+        jdbc.ServerDown,
+        match=r"^the JDBC server at localhost:9 does not answer: "
+        r"start it with `make services`",
+    ):
         jdbc.connect(nowhere)
 
 
 def test_the_jdbc_server_signs_in_only_the_analyst_account(lakehouse):
-    for user, password in ((lakehouse.analyst_user, "wrong"), ("root", lakehouse.analyst_password),
-                           (lakehouse.analyst_user, "")):
-        with pytest.raises(jdbc.SignInRefused, match=(
+    for user, password in (
+        (lakehouse.analyst_user, "wrong"),
+        ("root", lakehouse.analyst_password),
+        (lakehouse.analyst_user, ""),
+    ):
+        with pytest.raises(
+            jdbc.SignInRefused,
+            match=(
                 rf"^the JDBC server at localhost:{lakehouse.thrift_port} refused user '{user}' "
                 r"and its password: the analyst account is ANALYST_USER / ANALYST_PASSWORD in "
-                r"\.env")):
+                r"\.env"
+            ),
+        ):
             jdbc.connect(lakehouse, user=user, password=password)
 
 
 GOLD = "gold.hudi_daily_sales_gold"
-READ_ONLY = re.escape("refused: the RetailMax JDBC server only reads (SELECT, WITH, SHOW, "
-                      "DESCRIBE, EXPLAIN, USE, SET to read a setting); not allowed: ")
+READ_ONLY = re.escape(
+    "refused: the RetailMax JDBC server only reads (SELECT, WITH, SHOW, "
+    "DESCRIBE, EXPLAIN, USE, SET to read a setting); not allowed: "
+)
 # Each statement an analyst might send to do more than read, and what the server answers.
 REFUSED = {
-    "script transform": (f"SELECT TRANSFORM(region) USING 'cat /etc/shadow' AS (line) FROM {GOLD}",
-                         READ_ONLY + r"script transforms \(SELECT TRANSFORM"),
-    "reflection": ("SELECT reflect('java.lang.System', 'getenv', 'METASTORE_PASSWORD')",
-                   READ_ONLY + r"reflect\(\) and java_method\(\)"),
+    "script transform": (
+        f"SELECT TRANSFORM(region) USING 'cat /etc/shadow' AS (line) FROM {GOLD}",
+        READ_ONLY + r"script transforms \(SELECT TRANSFORM",
+    ),
+    "reflection": (
+        "SELECT reflect('java.lang.System', 'getenv', 'METASTORE_PASSWORD')",
+        READ_ONLY + r"reflect\(\) and java_method\(\)",
+    ),
     "reflection in a subquery": (
         f"SELECT count(*) FROM {GOLD} WHERE region IN "
         f"(SELECT java_method('java.lang.System', 'getProperty', 'user.home'))",
-        READ_ONLY + r"reflect\(\) and java_method\(\)"),
+        READ_ONLY + r"reflect\(\) and java_method\(\)",
+    ),
     "host file": ("SELECT * FROM text.`file:///etc/passwd`", "TABLE_OR_VIEW_NOT_FOUND"),
-    "file view": ("CREATE TEMPORARY VIEW passwd USING text OPTIONS (path '/etc/passwd')",
-                  READ_ONLY + "CreateTempViewUsing"),
+    "file view": (
+        "CREATE TEMPORARY VIEW passwd USING text OPTIONS (path '/etc/passwd')",
+        READ_ONLY + "CreateTempViewUsing",
+    ),
     "create table": ("CREATE TABLE gold.mine (id INT) USING parquet", READ_ONLY + r"Create\w*Table"),
     "drop table": (f"DROP TABLE {GOLD}", READ_ONLY + "DropTable"),
     "insert": (f"INSERT INTO {GOLD} SELECT * FROM {GOLD}", READ_ONLY + "InsertInto"),
@@ -213,8 +270,9 @@ REFUSED = {
 }
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="started by anyone but root, the server runs "
-                                             "as whoever started it")
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="started by anyone but root, the server runs as whoever started it"
+)
 def test_the_jdbc_server_runs_as_an_account_that_reads_the_warehouse_and_no_secret(lakehouse):
     """If a statement ever got past the guard, it would act as this account."""
     account = pwd.getpwnam(lakehouse.thrift_os_user)
@@ -222,8 +280,9 @@ def test_the_jdbc_server_runs_as_an_account_that_reads_the_warehouse_and_no_secr
     assert re.search(rf"^Uid:\s+{account.pw_uid}\s", status, re.M) and account.pw_uid != 0
 
     def may(test: str, path: Path) -> bool:
-        return subprocess.run(["runuser", "-u", account.pw_name, "--", "test", test,
-                               str(path)]).returncode == 0
+        return (
+            subprocess.run(["runuser", "-u", account.pw_name, "--", "test", test, str(path)]).returncode == 0
+        )
 
     gold_table = Path(lakehouse.warehouse) / "gold" / "hudi_daily_sales_gold"
     assert may("-r", gold_table / ".hoodie" / "hoodie.properties")
@@ -271,6 +330,6 @@ def test_every_notebook_runs_top_to_bottom_against_the_stack(lakehouse, path):
     book = nbformat.read(path, as_version=4)
     assert not any(cell.get("outputs") for cell in book.cells), f"{path.name} was saved with outputs"
     # A failing cell raises CellExecutionError with the cell and its traceback.
-    NotebookClient(book, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(ROOT)}}).execute(
-        env={**os.environ, **lakehouse.environment()})
+    NotebookClient(
+        book, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
+    ).execute(env={**os.environ, **lakehouse.environment()})

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 from collections import Counter
-from datetime import date, datetime, timedelta, UTC
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from kafka import KafkaProducer
@@ -55,26 +55,39 @@ def quarantined(spark, settings, table=UNIFIED_CUSTOMER_ORDERS) -> dict[tuple, t
     """The table's quarantine: key -> (rules broken, held back or quarantined)."""
     if not exists(spark, table.quarantine.path(settings)):
         return {}
-    return {tuple(r[k] for k in table.record_key): (list(r.quarantine_rules), r.quarantine_status)
-            for r in snapshot(spark, table.quarantine, settings).collect()}
+    return {
+        tuple(r[k] for k in table.record_key): (list(r.quarantine_rules), r.quarantine_status)
+        for r in snapshot(spark, table.quarantine, settings).collect()
+    }
 
 
 def lines_bad_at_source(db) -> set[tuple]:
     """The sales lines that break a quarantine rule of unified orders, as Postgres sees them."""
-    return set(db.execute(
-        "SELECT s.order_id, s.line_item_id FROM retail.sales_transactions s"
-        " LEFT JOIN retail.customer_master c ON c.customer_id = s.customer_id"
-        " LEFT JOIN retail.product_catalog p ON p.product_id = s.product_id"
-        " WHERE c.customer_id IS NULL OR p.product_id IS NULL OR s.quantity <= 0"
-        " OR s.unit_price < 0 OR s.discount < 0 OR s.quantity * s.unit_price < s.discount"
-        " OR s.transaction_ts > now() OR NOT s.status = ANY(%s)",
-        (list(domain.ORDER_STATUSES),)).fetchall())
+    return set(
+        db.execute(
+            "SELECT s.order_id, s.line_item_id FROM retail.sales_transactions s"
+            " LEFT JOIN retail.customer_master c ON c.customer_id = s.customer_id"
+            " LEFT JOIN retail.product_catalog p ON p.product_id = s.product_id"
+            " WHERE c.customer_id IS NULL OR p.product_id IS NULL OR s.quantity <= 0"
+            " OR s.unit_price < 0 OR s.discount < 0 OR s.quantity * s.unit_price < s.discount"
+            " OR s.transaction_ts > now() OR NOT s.status = ANY(%s)",
+            (list(domain.ORDER_STATUSES),),
+        ).fetchall()
+    )
 
 
 def click(session_id: str, event_type: str, ts: datetime, n: int) -> dict:
-    return {"event_id": f"{session_id}-{n}", "session_id": session_id, "customer_id": None,
-            "event_type": event_type, "page_url": "/", "product_id": None, "search_query": None,
-            "device": "mobile", "event_ts": ts}
+    return {
+        "event_id": f"{session_id}-{n}",
+        "session_id": session_id,
+        "customer_id": None,
+        "event_type": event_type,
+        "page_url": "/",
+        "product_id": None,
+        "search_query": None,
+        "device": "mobile",
+        "event_ts": ts,
+    }
 
 
 def send_clicks(producer: KafkaProducer, events: list[dict]) -> None:
@@ -86,17 +99,19 @@ def send_clicks(producer: KafkaProducer, events: list[dict]) -> None:
 def test_incremental_runs_equal_a_full_rebuild(services, spark, db, producer):
     customer_ids = [r[0] for r in db.execute("SELECT customer_id FROM retail.customer_master")]
     products = db.execute("SELECT product_id, sku FROM retail.product_catalog").fetchall()
-    streams = EventStreams(producer, 11, customer_ids, [s for _, s in products],
-                           [p for p, _ in products])
+    streams = EventStreams(producer, 11, customer_ids, [s for _, s in products], [p for p, _ in products])
     # A session whose events arrive out of order over two runs, its first event last and
     # on the previous day, so the session moves to another session_date partition.
     # Yesterday's noon: today's lies in the future before midday, where "session_end_ts is
     # not in the future" would rightly quarantine the session.
-    noon = (datetime.now(UTC) - timedelta(days=1)).replace(hour=12, minute=0, second=0,
-                                                                    microsecond=0)
-    late_session = [[click("late-session", "purchase", noon + timedelta(minutes=5), 3),
-                     click("late-session", "page_view", noon, 2)],
-                    [click("late-session", "page_view", noon - timedelta(hours=13), 1)]]
+    noon = (datetime.now(UTC) - timedelta(days=1)).replace(hour=12, minute=0, second=0, microsecond=0)
+    late_session = [
+        [
+            click("late-session", "purchase", noon + timedelta(minutes=5), 3),
+            click("late-session", "page_view", noon, 2),
+        ],
+        [click("late-session", "page_view", noon - timedelta(hours=13), 1)],
+    ]
     operations = Counter()
     for round_number, clicks in enumerate(late_session):
         # A tenth of the transactions write rows the gates must catch, and later ones fix them.
@@ -108,15 +123,27 @@ def test_incremental_runs_equal_a_full_rebuild(services, spark, db, producer):
         run_all(spark, services)  # each run's reconciliation adds up, or it raises
         assert_equals_full_rebuild(spark, services)
         assert set(quarantined(spark, services)) == lines_bad_at_source(db)
-        malformed = {(customer_id,) for customer_id, email in db.execute(
-            "SELECT customer_id, email FROM retail.customer_master") if domain.email_problem(email)}
+        malformed = {
+            (customer_id,)
+            for customer_id, email in db.execute("SELECT customer_id, email FROM retail.customer_master")
+            if domain.email_problem(email)
+        }
         assert set(quarantined(spark, services, CUSTOMER_PROFILES)) == malformed
-    assert all(operations[kind] for kind in ("negative_quantity", "unknown_product",
-                                             "future_timestamp", "malformed_email", "fix_bad_row"))
+    assert all(
+        operations[kind]
+        for kind in (
+            "negative_quantity",
+            "unknown_product",
+            "future_timestamp",
+            "malformed_email",
+            "fix_bad_row",
+        )
+    )
 
     session = snapshot(spark, SESSIONIZED_CLICKSTREAMS, services).where("session_id = 'late-session'")
     assert [(r.event_count, r.converted, str(r.session_date)) for r in session.collect()] == [
-        (3, True, str((noon - timedelta(hours=13)).date()))]
+        (3, True, str((noon - timedelta(hours=13)).date()))
+    ]
     assert set(run_all(spark, services).values()) == {"idle"}, "a run without new input committed"
 
     before = snapshot(spark, DAILY_SALES, services)
@@ -126,9 +153,11 @@ def test_incremental_runs_equal_a_full_rebuild(services, spark, db, producer):
 
 
 def _gold_total(spark, settings, order_date, category, region):
-    rows = snapshot(spark, DAILY_SALES, settings).where(
-        f"order_date = DATE'{order_date}' AND product_category = '{category}' AND region = '{region}'"
-    ).collect()
+    rows = (
+        snapshot(spark, DAILY_SALES, settings)
+        .where(f"order_date = DATE'{order_date}' AND product_category = '{category}' AND region = '{region}'")
+        .collect()
+    )
     return rows[0].total_sales_amount if rows else None
 
 
@@ -136,24 +165,36 @@ def test_gold_follows_deletes_region_moves_and_late_customers(services, spark, d
     drain_until_equal(spark, services, db)
     run_all(spark, services)
     # Fresh keys and names, so the test also passes against a database that ran it before.
-    product, order, customer = (db.execute(f"SELECT max({key}) + 1 FROM retail.{table}").fetchone()[0]
-                                for key, table in (("product_id", "product_catalog"),
-                                                   ("order_id", "sales_transactions"),
-                                                   ("customer_id", "customer_master")))
+    product, order, customer = (
+        db.execute(f"SELECT max({key}) + 1 FROM retail.{table}").fetchone()[0]
+        for key, table in (
+            ("product_id", "product_catalog"),
+            ("order_id", "sales_transactions"),
+            ("customer_id", "customer_master"),
+        )
+    )
     customer += 1000
     category, new_region = f"test_category_{product}", f"test_region_{product}"
-    db.execute(f"INSERT INTO retail.product_catalog (product_id, sku, name, category, brand,"
-               f" unit_price, active, updated_ts) VALUES ({product}, 'SKU-TEST-{product}', "
-               f"'Probe', '{category}', 'Probe', 10.00, true, now())")
+    db.execute(
+        f"INSERT INTO retail.product_catalog (product_id, sku, name, category, brand,"
+        f" unit_price, active, updated_ts) VALUES ({product}, 'SKU-TEST-{product}', "
+        f"'Probe', '{category}', 'Probe', 10.00, true, now())"
+    )
     # A line alone in its Gold group, and a line whose customer does not exist yet.
-    db.execute(f"INSERT INTO retail.sales_transactions VALUES ({order}, 1, 1, {product}, 2, 10.00, "
-               f"0, 'web', NULL, 'completed', '2025-06-01 10:00+00', now())")
-    db.execute(f"INSERT INTO retail.sales_transactions VALUES ({order + 1}, 1, {customer}, {product}, "
-               f"3, 10.00, 1.00, 'web', NULL, 'completed', '2025-06-02 10:00+00', now())")
+    db.execute(
+        f"INSERT INTO retail.sales_transactions VALUES ({order}, 1, 1, {product}, 2, 10.00, "
+        f"0, 'web', NULL, 'completed', '2025-06-01 10:00+00', now())"
+    )
+    db.execute(
+        f"INSERT INTO retail.sales_transactions VALUES ({order + 1}, 1, {customer}, {product}, "
+        f"3, 10.00, 1.00, 'web', NULL, 'completed', '2025-06-02 10:00+00', now())"
+    )
     mover, old_region = db.execute(
         "SELECT c.customer_id, c.region FROM retail.customer_master c JOIN retail.sales_transactions s "
         "USING (customer_id) WHERE s.status = 'completed' AND s.product_id <> %s "
-        "GROUP BY 1, 2 ORDER BY count(*) DESC LIMIT 1", (product,)).fetchone()
+        "GROUP BY 1, 2 ORDER BY count(*) DESC LIMIT 1",
+        (product,),
+    ).fetchone()
     drain_until_equal(spark, services, db)
     run_all(spark, services)
 
@@ -166,19 +207,25 @@ def test_gold_follows_deletes_region_moves_and_late_customers(services, spark, d
     totals_before = {g: _gold_total(spark, services, *g, old_region) for g in groups}
 
     db.execute(f"DELETE FROM retail.sales_transactions WHERE order_id = {order}")
-    db.execute(f"INSERT INTO retail.customer_master VALUES ({customer}, 'Late', 'Arrival', "
-               f"'late@example.com', NULL, NULL, 'Oslo', 'OS', 'NO', 'europe', 'bronze', now(), now())")
-    db.execute(f"UPDATE retail.customer_master SET region = '{new_region}', updated_ts = now() "
-               f"WHERE customer_id = {mover}")
+    db.execute(
+        f"INSERT INTO retail.customer_master VALUES ({customer}, 'Late', 'Arrival', "
+        f"'late@example.com', NULL, NULL, 'Oslo', 'OS', 'NO', 'europe', 'bronze', now(), now())"
+    )
+    db.execute(
+        f"UPDATE retail.customer_master SET region = '{new_region}', updated_ts = now() "
+        f"WHERE customer_id = {mover}"
+    )
     drain_until_equal(spark, services, db)
     run_all(spark, services)
 
-    assert _gold_total(spark, services, "2025-06-01", category, region_of_1) is None, \
+    assert _gold_total(spark, services, "2025-06-01", category, region_of_1) is None, (
         "a group whose only line was deleted is still in Gold"
+    )
     assert _gold_total(spark, services, "2025-06-02", category, "europe") == 29
     for group in groups:
-        moved = sum(line.line_total for line in mover_lines
-                    if (str(line.order_date), line.product_category) == group)
+        moved = sum(
+            line.line_total for line in mover_lines if (str(line.order_date), line.product_category) == group
+        )
         assert _gold_total(spark, services, *group, new_region) == moved
         left = _gold_total(spark, services, *group, old_region)
         assert (left or 0) == totals_before[group] - moved
@@ -198,9 +245,14 @@ def test_kill_minus_nine_during_a_silver_write_neither_loses_nor_double_counts(s
     run_workload(db, steps=150, seed=401)
     drain_until_equal(spark, services, db)
     path = UNIFIED_CUSTOMER_ORDERS.path(services)
-    job = subprocess.Popen(lakehouse("silver", "--table", UNIFIED_CUSTOMER_ORDERS.name), cwd=ROOT,
-                           env=_cli_env(services),
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    job = subprocess.Popen(
+        lakehouse("silver", "--table", UNIFIED_CUSTOMER_ORDERS.name),
+        cwd=ROOT,
+        env=_cli_env(services),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 240
     while not _uncommitted_commit(path):
         assert job.poll() is None, "the silver run finished before it could be killed"
@@ -215,7 +267,8 @@ def test_kill_minus_nine_during_a_silver_write_neither_loses_nor_double_counts(s
 
 
 def test_the_continuous_pipeline_brings_a_sale_to_gold_and_stops_with_its_bronze_process(
-        services, spark, db, tmp_path):
+    services, spark, db, tmp_path
+):
     """`make up`'s pipeline worker: Bronze streams in a child process while Silver and Gold
     follow in passes; a sale written meanwhile reaches Gold, and stopping the worker stops
     both processes."""
@@ -224,16 +277,20 @@ def test_the_continuous_pipeline_brings_a_sale_to_gold_and_stops_with_its_bronze
     day = date(2002, 3, 4)  # a day of its own: its Gold row exists because of this sale only
     order_id = db.execute("SELECT max(order_id) + 1 FROM retail.sales_transactions").fetchone()[0]
     pipeline = BackgroundProcess("pipeline", tmp_path, tmp_path)
-    pipeline.start(lakehouse("run", "--continuous", "--interval", "5", "--trigger-seconds", "3"),
-                   env=services.environment())
+    pipeline.start(
+        lakehouse("run", "--continuous", "--interval", "5", "--trigger-seconds", "3"),
+        env=services.environment(),
+    )
     leader = pipeline.pid
     try:
-        db.execute("INSERT INTO retail.sales_transactions (order_id, line_item_id, customer_id,"
-                   " product_id, quantity, unit_price, discount, channel, status, transaction_ts,"
-                   " updated_ts) VALUES (%s, 1, (SELECT min(customer_id) FROM retail.customer_master),"
-                   " (SELECT min(product_id) FROM retail.product_catalog), 2, 10.00, 0, 'web',"
-                   " 'completed', %s, now())",
-                   (order_id, datetime(day.year, day.month, day.day, 12, tzinfo=UTC)))
+        db.execute(
+            "INSERT INTO retail.sales_transactions (order_id, line_item_id, customer_id,"
+            " product_id, quantity, unit_price, discount, channel, status, transaction_ts,"
+            " updated_ts) VALUES (%s, 1, (SELECT min(customer_id) FROM retail.customer_master),"
+            " (SELECT min(product_id) FROM retail.product_catalog), 2, 10.00, 0, 'web',"
+            " 'completed', %s, now())",
+            (order_id, datetime(day.year, day.month, day.day, 12, tzinfo=UTC)),
+        )
         deadline = time.monotonic() + 300
         while not (units := _units_sold_on(services, day)):
             assert pipeline.running(), f"the pipeline stopped:\n{tail(pipeline.log)}"
@@ -249,8 +306,10 @@ def test_the_continuous_pipeline_brings_a_sale_to_gold_and_stops_with_its_bronze
 
 def _units_sold_on(settings, day: date) -> list[int]:
     try:
-        found = fastpath.query(settings.warehouse, "SELECT units_sold FROM gold.hudi_daily_sales_gold"
-                                                   f" WHERE order_date = DATE '{day}'").table
+        found = fastpath.query(
+            settings.warehouse,
+            f"SELECT units_sold FROM gold.hudi_daily_sales_gold WHERE order_date = DATE '{day}'",
+        ).table
     except fastpath.QueryError:
         return []  # a commit in flight while the table was opened; the next look sees it
     return found.column("units_sold").to_pylist()

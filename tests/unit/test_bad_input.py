@@ -22,8 +22,9 @@ def test_the_corpus_has_sixty_cases_or_more_across_the_five_topics():
 
 
 def test_the_bad_input_page_is_the_corpus():
-    assert (ROOT / "docs" / "bad-input.md").read_text() == markdown(), \
+    assert (ROOT / "docs" / "bad-input.md").read_text() == markdown(), (
         "docs/bad-input.md is out of date: python -m tests.bad_input > docs/bad-input.md"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -31,11 +32,14 @@ def fates(spark):
     """Kafka offset (the case's index) -> the landed row, or the quarantine's error."""
     found = {}
     for table in BRONZE_TABLES:
-        records = [(case.kafka_key(), case.kafka_value(), table.topic, 0, offset,
-                    datetime(2026, 6, 1))
-                   for offset, case in enumerate(CASES) if case.table.name == table.name]
-        raw = spark.createDataFrame(records, "key binary, value binary, topic string, "
-                                             "partition int, offset long, timestamp timestamp")
+        records = [
+            (case.kafka_key(), case.kafka_value(), table.topic, 0, offset, datetime(2026, 6, 1))
+            for offset, case in enumerate(CASES)
+            if case.table.name == table.name
+        ]
+        raw = spark.createDataFrame(
+            records, "key binary, value binary, topic string, partition int, offset long, timestamp timestamp"
+        )
         rows, quarantined = split(classify(raw, table), table)
         found |= {row._kafka_offset: row for row in rows.collect()}
         found |= {bad._kafka_offset: bad.error for bad in quarantined.collect()}

@@ -10,17 +10,22 @@ from pipeline import cli
 from pipeline.commands import EXIT_CONFIGURATION, EXIT_FAILURE, lakehouse
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["seed", "--sales-lines", "0"], "argument --sales-lines: 0 is out of range: must be more than 0"),
-    (["seed", "--customers", "-5"], "argument --customers: -5 is out of range: must be more than 0"),
-    (["seed", "--sales-lines", "7.9"], "argument --sales-lines: invalid int value: '7.9'"),
-    (["simulate", "--rate", "-1"], "argument --rate: -1 is out of range: must be at least 0"),
-    (["simulate", "--bad-rows", "1.5"],
-     "argument --bad-rows: 1.5 is out of range: a share is between 0 and 1"),
-    (["run", "--interval", "0"], "argument --interval: 0 is out of range: must be more than 0"),
-    (["erase", "--customer-id", "-3"], "argument --customer-id: -3 is out of range: must be more than 0"),
-    (["tail", "sales", "--timeout", "0"], "argument --timeout: 0 is out of range: must be more than 0"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["seed", "--sales-lines", "0"], "argument --sales-lines: 0 is out of range: must be more than 0"),
+        (["seed", "--customers", "-5"], "argument --customers: -5 is out of range: must be more than 0"),
+        (["seed", "--sales-lines", "7.9"], "argument --sales-lines: invalid int value: '7.9'"),
+        (["simulate", "--rate", "-1"], "argument --rate: -1 is out of range: must be at least 0"),
+        (
+            ["simulate", "--bad-rows", "1.5"],
+            "argument --bad-rows: 1.5 is out of range: a share is between 0 and 1",
+        ),
+        (["run", "--interval", "0"], "argument --interval: 0 is out of range: must be more than 0"),
+        (["erase", "--customer-id", "-3"], "argument --customer-id: -3 is out of range: must be more than 0"),
+        (["tail", "sales", "--timeout", "0"], "argument --timeout: 0 is out of range: must be more than 0"),
+    ],
+)
 def test_out_of_range_numbers_are_usage_errors(argv, message, capsys):
     with pytest.raises(SystemExit) as exited:
         cli.parser().parse_args(argv)
@@ -37,7 +42,8 @@ def test_an_unknown_bronze_table_is_refused_before_the_writer_lock(monkeypatch, 
     assert capsys.readouterr().err.splitlines() == [
         "configuration error: no Bronze table 'nope'; known: hudi_customer_master_bronze, "
         "hudi_product_catalog_bronze, hudi_sales_transactions_bronze, hudi_web_clickstreams_bronze, "
-        "hudi_inventory_updates_bronze (or their topics)"]
+        "hudi_inventory_updates_bronze (or their topics)"
+    ]
 
 
 def test_a_service_that_does_not_answer_is_named_in_one_line(monkeypatch, capsys):
@@ -45,12 +51,14 @@ def test_a_service_that_does_not_answer_is_named_in_one_line(monkeypatch, capsys
     monkeypatch.setenv("KAFKA_BOOTSTRAP_SERVERS", "localhost:9")
     assert cli.main(["seed"]) == EXIT_FAILURE
     [line] = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith("error: Postgres at localhost:9 does not answer (") and \
-        line.endswith("); start it with `make services`"), line
+    assert line.startswith("error: Postgres at localhost:9 does not answer (") and line.endswith(
+        "); start it with `make services`"
+    ), line
 
     assert cli.main(["tail", "retailmax.retail.sales_transactions", "--timeout", "1"]) == EXIT_FAILURE
     assert capsys.readouterr().err.strip().splitlines() == [
-        "error: Kafka at localhost:9 does not answer; start it with `make services`"]
+        "error: Kafka at localhost:9 does not answer; start it with `make services`"
+    ]
 
 
 def test_each_command_is_in_one_group_and_listed_once_in_the_help():

@@ -23,8 +23,10 @@ def test_every_source_topic_lands_in_exactly_one_bronze_table():
 def test_table_names_are_unique_and_follow_the_catalog_convention():
     names = [t.name for t in declared_tables()]
     assert len(names) == len(set(names))
-    assert all(t.name.startswith("hudi_") and
-               t.name.removesuffix("_quarantine").endswith(f"_{t.layer}") for t in declared_tables())
+    assert all(
+        t.name.startswith("hudi_") and t.name.removesuffix("_quarantine").endswith(f"_{t.layer}")
+        for t in declared_tables()
+    )
 
 
 def test_hudi_options_follow_the_declaration(settings):
@@ -44,7 +46,9 @@ def test_every_table_uses_the_bucket_index_without_key_bloom_filters(settings):
     for table in declared_tables():
         options = hudi_options(table, settings)
         assert (options["hoodie.index.type"], options["hoodie.bucket.index.num.buckets"]) == (
-            "BUCKET", str(table.buckets)), table.name
+            "BUCKET",
+            str(table.buckets),
+        ), table.name
         assert options["hoodie.metadata.enable"] == "false"
         assert options["hoodie.parquet.bloom.filter.enabled"] == "false"
     with pytest.raises(ValueError, match="buckets must be at least 1, got 0"):
@@ -52,20 +56,29 @@ def test_every_table_uses_the_bucket_index_without_key_bloom_filters(settings):
 
 
 def test_granularity_decides_the_partition_field_and_the_layout_every_commit_records(settings):
-    assert [(p.by, p.field) for p in (Partitioning("order_date", by="month"),
-                                      Partitioning("order_date", by="day"),
-                                      Partitioning("country", by="value"),
-                                      Partitioning("country", by="none"))] == [
-        ("month", "order_date_month"), ("day", "order_date"), ("value", "country_value"),
-        ("none", "")]
+    assert [
+        (p.by, p.field)
+        for p in (
+            Partitioning("order_date", by="month"),
+            Partitioning("order_date", by="day"),
+            Partitioning("country", by="value"),
+            Partitioning("country", by="none"),
+        )
+    ] == [("month", "order_date_month"), ("day", "order_date"), ("value", "country_value"), ("none", "")]
     inventory = hudi_options(INVENTORY_UPDATES, settings)
     assert inventory["hoodie.datasource.write.partitionpath.field"] == ""
     assert inventory["hoodie.datasource.write.keygenerator.type"] == "NON_PARTITION"
     assert json.loads(hudi_options(UNIFIED_CUSTOMER_ORDERS, settings)[LAYOUT_KEY]) == {
-        "partition_field": "order_date_month", "index": "bucket", "buckets": 1}
+        "partition_field": "order_date_month",
+        "index": "bucket",
+        "buckets": 1,
+    }
     assert UNIFIED_CUSTOMER_ORDERS.layout.describe() == "partitioned by order_date_month, 1 bucket"
-    with pytest.raises(ValueError, match=r"`by` must be one of \('none', 'value', 'day', "
-                                         r"'month'\), got 'week'"):
+    with pytest.raises(
+        ValueError,
+        match=r"`by` must be one of \('none', 'value', 'day', "
+        r"'month'\), got 'week'",
+    ):
         Partitioning("order_date", by="week")
 
 
@@ -85,8 +98,11 @@ def test_a_declaration_with_an_unknown_key_fails_with_a_clear_message():
 
 
 def test_only_a_column_outside_the_key_and_ordering_may_be_nullable():
-    with pytest.raises(ValueError, match=r"nullable columns \['order_id', 'weight'\] must be "
-                                         r"among its columns and outside its record key"):
+    with pytest.raises(
+        ValueError,
+        match=r"nullable columns \['order_id', 'weight'\] must be "
+        r"among its columns and outside its record key",
+    ):
         dataclasses.replace(SALES_TRANSACTIONS, nullable=("store_id", "order_id", "weight"))
 
 
@@ -123,14 +139,26 @@ def test_a_continuous_pass_runs_the_chain_to_a_table_with_a_freshness_target_bet
 def test_a_derived_table_must_read_inputs_that_keep_a_change_log():
     without_log = dataclasses.replace(SALES_TRANSACTIONS, change_log=False)
     with pytest.raises(ValueError, match="need change_log=True"):
-        DerivedTable(name="t", layer="silver", record_key=("order_id",), ordering=("x",),
-                     inputs=(Input(without_log, "sales"),), transform="unified_customer_orders")
+        DerivedTable(
+            name="t",
+            layer="silver",
+            record_key=("order_id",),
+            ordering=("x",),
+            inputs=(Input(without_log, "sales"),),
+            transform="unified_customer_orders",
+        )
 
 
 def test_a_derived_table_names_an_existing_transform():
     with pytest.raises(ValueError, match=r"transform .*silver/transforms/missing.sql does not exist"):
-        DerivedTable(name="t", layer="silver", record_key=("order_id",), ordering=("x",),
-                     inputs=(Input(SALES_TRANSACTIONS, "sales"),), transform="missing")
+        DerivedTable(
+            name="t",
+            layer="silver",
+            record_key=("order_id",),
+            ordering=("x",),
+            inputs=(Input(SALES_TRANSACTIONS, "sales"),),
+            transform="missing",
+        )
 
 
 def test_changes_resolve_to_the_key_and_the_columns_inputs_are_pruned_by():
@@ -145,8 +173,9 @@ def test_operations_pick_tables_by_layer_or_name_and_refuse_unknown_ones():
     tables = main_tables()
     assert select(None, tables) == tables
     assert [t.layer for t in select(["gold"], tables)] == ["gold", "gold"]
-    assert select(["silver.hudi_customer_profiles_silver", "hudi_customer_profiles_silver"],
-                  tables) == [t for t in tables if t.name == "hudi_customer_profiles_silver"]
+    assert select(["silver.hudi_customer_profiles_silver", "hudi_customer_profiles_silver"], tables) == [
+        t for t in tables if t.name == "hudi_customer_profiles_silver"
+    ]
     with pytest.raises(ConfigurationError, match="no table or layer 'platinum'; known: bronze, silver, gold"):
         select(["platinum"], tables)
 
@@ -154,9 +183,15 @@ def test_operations_pick_tables_by_layer_or_name_and_refuse_unknown_ones():
 def test_a_snapshot_read_opens_the_latest_base_file_and_the_log_files_after_it():
     from operations.maintenance import snapshot_file_count
 
-    names = ["f0-0_0-1-1_050.parquet",  # written by a commit archived since
-             "f1-0_0-5-9_100.parquet", ".f1-0_110.log.1_0-1-2", ".f1-0_120.log.1_0-1-2",
-             "f1-0_0-9-9_130.parquet", ".f1-0_130.log.1_0-9-9.cdc", ".f1-0_140.log.1_0-3-4",
-             ".f2-0_150.log.1_0-3-4",  # f2 has no base file yet: its inserts are in a log
-             ".f2-0_160.log.1_0-3-4"]  # a write that never completed
+    names = [
+        "f0-0_0-1-1_050.parquet",  # written by a commit archived since
+        "f1-0_0-5-9_100.parquet",
+        ".f1-0_110.log.1_0-1-2",
+        ".f1-0_120.log.1_0-1-2",
+        "f1-0_0-9-9_130.parquet",
+        ".f1-0_130.log.1_0-9-9.cdc",
+        ".f1-0_140.log.1_0-3-4",
+        ".f2-0_150.log.1_0-3-4",  # f2 has no base file yet: its inserts are in a log
+        ".f2-0_160.log.1_0-3-4",
+    ]  # a write that never completed
     assert snapshot_file_count(names, {"100", "110", "120", "130", "140", "150"}) == 4

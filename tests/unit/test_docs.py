@@ -26,20 +26,28 @@ def _project_files() -> list[Path]:
     """Tracked files, and new ones git does not ignore, outside the virtualenv."""
     try:
         listed = subprocess.run(
-            ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-            capture_output=True, text=True, check=True).stdout.splitlines()
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
     except (OSError, subprocess.CalledProcessError):
         listed = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file()]
-    return [ROOT / name for name in listed
-            if not name.startswith((".venv/", ".git/", ".lake/", "site/"))
-            and (name.endswith(CHECKED_SUFFIXES) or Path(name).name == "Makefile")
-            and (ROOT / name).is_file()]
+    return [
+        ROOT / name
+        for name in listed
+        if not name.startswith((".venv/", ".git/", ".lake/", "site/"))
+        and (name.endswith(CHECKED_SUFFIXES) or Path(name).name == "Makefile")
+        and (ROOT / name).is_file()
+    ]
 
 
 def test_the_readme_is_a_front_door_of_at_most_250_lines():
     lines = README.read_text().splitlines()
-    assert len(lines) <= 250, (f"README.md has {len(lines)} lines: move the detail to a page "
-                               f"under docs/ and link it")
+    assert len(lines) <= 250, (
+        f"README.md has {len(lines)} lines: move the detail to a page under docs/ and link it"
+    )
 
 
 def test_every_relative_link_of_the_readme_resolves():
@@ -50,10 +58,16 @@ def test_every_relative_link_of_the_readme_resolves():
 
 
 def test_no_file_points_outside_the_repository():
-    found = [f"{path.relative_to(ROOT)}: {needle}" for path in _project_files()
-             for needle in OUTSIDE_REFERENCES if needle in path.read_text(errors="replace")]
-    assert not found, ("these name a blueprint people who clone the project do not have; "
-                       f"say it in our own words in docs/ instead: {found}")
+    found = [
+        f"{path.relative_to(ROOT)}: {needle}"
+        for path in _project_files()
+        for needle in OUTSIDE_REFERENCES
+        if needle in path.read_text(errors="replace")
+    ]
+    assert not found, (
+        "these name a blueprint people who clone the project do not have; "
+        f"say it in our own words in docs/ instead: {found}"
+    )
 
 
 @pytest.fixture(scope="module")

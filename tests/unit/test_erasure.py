@@ -24,12 +24,14 @@ def test_a_value_is_found_standing_alone_not_inside_another_word():
 
 
 def test_rows_about_or_mentioning_the_customer_are_redacted_and_the_others_left_out(spark):
-    frame = spark.createDataFrame([
-        (42, "Ann", "ann.lee@example.com", "Oslo", "europe", '["ann.lee@example.com"]'),
-        (7, "Bo", "bo@example.com", "Rome", "europe", '["ann.lee@example.com", "x"]'),
-        (8, "Cy", "cy@example.com", "Lima", "latin_america", "[]"),
-    ], "customer_id long, first_name string, email string, city string, region string, "
-       "sample_values string")
+    frame = spark.createDataFrame(
+        [
+            (42, "Ann", "ann.lee@example.com", "Oslo", "europe", '["ann.lee@example.com"]'),
+            (7, "Bo", "bo@example.com", "Rome", "europe", '["ann.lee@example.com", "x"]'),
+            (8, "Cy", "cy@example.com", "Lima", "latin_america", "[]"),
+        ],
+        "customer_id long, first_name string, email string, city string, region string, sample_values string",
+    )
     rewritten = redaction.redact(frame, "customer_id", [42], PERSONAL, ["Ann", "ann.lee@example.com"])
     redacted = {r.customer_id: r for r in rewritten.collect()}
     assert set(redacted) == {42, 7}, "a row neither about nor mentioning her was rewritten"
@@ -43,11 +45,20 @@ def test_rows_about_or_mentioning_the_customer_are_redacted_and_the_others_left_
 
 
 def test_a_quarantined_message_naming_the_customer_loses_its_personal_fields(spark):
-    raw = json.dumps({"before": None, "after": {"customer_id": "42", "first_name": "Ann",
-                                                "birth_date": 7300, "country": "NO"}, "op": "x"})
-    frame = spark.createDataFrame([('{"customer_id":42}', raw, "unknown op 'x'", 5),
-                                   ('{"customer_id":420}', raw.replace('"42"', '"420"'), "e", 6)],
-                                  "raw_key string, raw_value string, error string, _kafka_offset long")
+    raw = json.dumps(
+        {
+            "before": None,
+            "after": {"customer_id": "42", "first_name": "Ann", "birth_date": 7300, "country": "NO"},
+            "op": "x",
+        }
+    )
+    frame = spark.createDataFrame(
+        [
+            ('{"customer_id":42}', raw, "unknown op 'x'", 5),
+            ('{"customer_id":420}', raw.replace('"42"', '"420"'), "e", 6),
+        ],
+        "raw_key string, raw_value string, error string, _kafka_offset long",
+    )
     [row] = redaction.redact(frame, "customer_id", [42], PERSONAL, []).collect()
     assert row._kafka_offset == 5, "customer 420 is not customer 42"
     after = json.loads(row.raw_value)["after"]
@@ -77,17 +88,22 @@ def test_the_customer_is_the_one_table_with_personal_data():
 
 
 def test_the_placeholders_are_not_searched_for_in_text():
-    images = [{"customer_id": 42, "email": "erased-42@erased.example", "phone": "+47 555 0101"},
-              {"customer_id": 42, "email": "ann.lee@example.com", "phone": None}]
+    images = [
+        {"customer_id": 42, "email": "erased-42@erased.example", "phone": "+47 555 0101"},
+        {"customer_id": 42, "email": "ann.lee@example.com", "phone": None},
+    ]
     assert erasure._searched_values(CUSTOMER_MASTER, images) == {"+47 555 0101", "ann.lee@example.com"}
 
 
-@pytest.mark.parametrize("personal, message", [
-    (PersonalData("email", {"email": None}, ()), "subject must be the record key"),
-    (PersonalData("customer_id", {"nickname": None}, ()), "personal columns ['nickname'] are not"),
-    (PersonalData("customer_id", {"country": None}, ()), "['country'] locate the row"),
-    (PersonalData("customer_id", {"email": None}, ("phone",)), "searched columns ['phone'] must"),
-])
+@pytest.mark.parametrize(
+    "personal, message",
+    [
+        (PersonalData("email", {"email": None}, ()), "subject must be the record key"),
+        (PersonalData("customer_id", {"nickname": None}, ()), "personal columns ['nickname'] are not"),
+        (PersonalData("customer_id", {"country": None}, ()), "['country'] locate the row"),
+        (PersonalData("customer_id", {"email": None}, ("phone",)), "searched columns ['phone'] must"),
+    ],
+)
 def test_a_wrong_personal_data_declaration_fails_with_what_to_fix(personal, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
         dataclasses.replace(CUSTOMER_MASTER, personal=personal)

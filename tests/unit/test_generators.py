@@ -3,8 +3,8 @@ import re
 from decimal import Decimal
 
 from ingestion import generators
-from lakehouse import domain
 from ingestion.seed import SeedSize, customers, products, sales
+from lakehouse import domain
 
 SIZE = SeedSize.for_lines(2_000)
 
@@ -88,8 +88,14 @@ def test_inventory_never_goes_negative():
 
 def test_malformed_events_are_each_broken_one_way():
     rng = random.Random(17)
-    event = {"sku": "SKU-1", "location_id": "WH-EU", "quantity_on_hand": 3, "change_qty": 1,
-             "reason": "sale", "update_ts": "2026-01-01T00:00:00Z"}
+    event = {
+        "sku": "SKU-1",
+        "location_id": "WH-EU",
+        "quantity_on_hand": 3,
+        "change_qty": 1,
+        "reason": "sale",
+        "update_ts": "2026-01-01T00:00:00Z",
+    }
     seen = set()
     for _ in range(100):
         kind, payload = generators.malformed(rng, event, "sku")

@@ -48,10 +48,11 @@ def _imports(name: str, path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                package = name.split(".")[:None if path.name == "__init__.py" else -1]
-                base = ".".join([*package[:len(package) - node.level + 1], *filter(None, [base])])
-            found |= {f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
-                      for alias in node.names}
+                package = name.split(".")[: None if path.name == "__init__.py" else -1]
+                base = ".".join([*package[: len(package) - node.level + 1], *filter(None, [base])])
+            found |= {
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names
+            }
     return {module for module in found if module in MODULES and module != name}
 
 
@@ -64,8 +65,7 @@ def _package(module: str) -> str:
 
 def _breaking(allowed) -> dict[str, list[str]]:
     """Per module, the imports `allowed(module, imported)` refuses."""
-    found = {name: sorted(m for m in imported if not allowed(name, m))
-             for name, imported in IMPORTS.items()}
+    found = {name: sorted(m for m in imported if not allowed(name, m)) for name, imported in IMPORTS.items()}
     return {name: refused for name, refused in found.items() if refused}
 
 
@@ -83,8 +83,8 @@ def test_a_layer_imports_only_the_core_and_the_layers_below_it():
         if _package(name) not in LAYERS:
             return True
         return _package(imported) == CORE or (
-            _package(imported) in LAYERS
-            and LAYERS.index(_package(imported)) <= LAYERS.index(_package(name)))
+            _package(imported) in LAYERS and LAYERS.index(_package(imported)) <= LAYERS.index(_package(name))
+        )
 
     assert _breaking(allowed) == {}
 
@@ -112,7 +112,7 @@ def test_no_module_imports_itself_through_others():
 
     def cycle_from(module: str, path: list[str]) -> list[str] | None:
         if module in path:
-            return path[path.index(module):] + [module]
+            return path[path.index(module) :] + [module]
         if module in done:
             return None
         for imported in sorted(IMPORTS[module]):
@@ -140,7 +140,15 @@ def test_declaring_the_tables_imports_neither_pyspark_nor_great_expectations():
     import sys
 
     loaded = subprocess.run(
-        [sys.executable, "-c", "import sys, bronze.tables, silver.tables, gold.tables; "
-                               "print(sorted({'pyspark', 'great_expectations'} & set(sys.modules)))"],
-        cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+        [
+            sys.executable,
+            "-c",
+            "import sys, bronze.tables, silver.tables, gold.tables; "
+            "print(sorted({'pyspark', 'great_expectations'} & set(sys.modules)))",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     assert loaded == "[]"

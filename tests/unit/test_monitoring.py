@@ -21,22 +21,38 @@ def at(minute: int) -> str:
 
 
 def commit(requested: str, completed: str, operation="UPSERT", inserted=0, updated=0, deleted=0):
-    return Commit(requested, completed, "deltacommit", operation, inserted + updated, inserted,
-                  updated, deleted)
+    return Commit(
+        requested, completed, "deltacommit", operation, inserted + updated, inserted, updated, deleted
+    )
 
 
 def state(commits: list[Commit], waiting: int = 0) -> PipelineState:
     return PipelineState(
         read_at=NOW,
-        tables=[TableState("bronze", "hudi_sales_transactions_bronze", datetime(2026, 11, 25, 11, 59),
-                           oldest_waiting=datetime(2026, 11, 25, 11, 58, 30) if waiting else None,
-                           waiting=waiting),
-                TableState("gold", "hudi_daily_sales_gold", None, lag_known=True)],
+        tables=[
+            TableState(
+                "bronze",
+                "hudi_sales_transactions_bronze",
+                datetime(2026, 11, 25, 11, 59),
+                oldest_waiting=datetime(2026, 11, 25, 11, 58, 30) if waiting else None,
+                waiting=waiting,
+            ),
+            TableState("gold", "hudi_daily_sales_gold", None, lag_known=True),
+        ],
         commits={"hudi_sales_transactions_bronze": commits},
         quarantine=[("hudi_unified_customer_orders_silver", "held back", 3)],
-        rule_results=[{"table_name": "hudi_unified_customer_orders_silver", "rule": "quantity is positive",
-                       "tier": "quarantine", "success": False, "unexpected_count": 2}],
-        services=[("postgres", True), ("kafka", False)], seconds=0.5)
+        rule_results=[
+            {
+                "table_name": "hudi_unified_customer_orders_silver",
+                "rule": "quantity is positive",
+                "tier": "quarantine",
+                "success": False,
+                "unexpected_count": 2,
+            }
+        ],
+        services=[("postgres", True), ("kafka", False)],
+        seconds=0.5,
+    )
 
 
 def scrape(reading: PipelineState, counts: CommitCounts) -> dict[tuple, float]:
@@ -47,8 +63,11 @@ def scrape(reading: PipelineState, counts: CommitCounts) -> dict[tuple, float]:
     registry = CollectorRegistry()
     registry.register(Once())
     text = generate_latest(registry).decode()
-    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
-            for family in text_string_to_metric_families(text) for sample in family.samples}
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
 
 
 def value(samples: dict, name: str, **labels) -> float:
@@ -63,14 +82,24 @@ def test_counters_add_only_commits_completed_since_the_last_reading_and_skip_com
     assert value(samples, "retailmax_rows_written_total", **sales) == 14
     assert value(samples, "retailmax_rows_deleted_total", **sales) == 1
     assert value(samples, "retailmax_commits_total", **sales) == 2
-    assert value(samples, "retailmax_kafka_consumer_lag_messages", table=sales["table"],
-                 topic="retailmax.retail.sales_transactions") == 7
+    assert (
+        value(
+            samples,
+            "retailmax_kafka_consumer_lag_messages",
+            table=sales["table"],
+            topic="retailmax.retail.sales_transactions",
+        )
+        == 7
+    )
     assert value(samples, "retailmax_table_lag_seconds", **sales) == 90.0
     assert value(samples, "retailmax_last_commit_duration_seconds", **sales) == 300
 
     # The oldest commit was archived meanwhile; a compaction and an upsert completed.
-    later = [first[1], commit(at(20), at(25), operation="COMPACT", updated=500),
-             commit(at(30), at(35), inserted=2)]
+    later = [
+        first[1],
+        commit(at(20), at(25), operation="COMPACT", updated=500),
+        commit(at(30), at(35), inserted=2),
+    ]
     samples = scrape(state(later), counts)
     assert value(samples, "retailmax_rows_written_total", **sales) == 16
     assert value(samples, "retailmax_commits_total", **sales) == 4

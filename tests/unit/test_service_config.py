@@ -29,9 +29,12 @@ def test_compose_images_are_the_pinned_versions():
 
 def test_compose_publishes_the_native_ports_on_loopback_only():
     ports = {name: svc["ports"][0] for name, svc in COMPOSE["services"].items() if "ports" in svc}
-    assert ports == {"postgres": "127.0.0.1:5432:5432", "kafka": "127.0.0.1:9092:9092",
-                     "connect": "127.0.0.1:8083:8083",
-                     "thrift": "127.0.0.1:${THRIFT_PORT:-10000}:10000"}
+    assert ports == {
+        "postgres": "127.0.0.1:5432:5432",
+        "kafka": "127.0.0.1:9092:9092",
+        "connect": "127.0.0.1:8083:8083",
+        "thrift": "127.0.0.1:${THRIFT_PORT:-10000}:10000",
+    }
     native = (ROOT / "infra/config/kafka-server.properties").read_text()
     assert "controller.quorum.voters=1@localhost:${controller_port}" in native
 
@@ -62,8 +65,10 @@ def test_the_compose_cluster_runs_the_native_clusters_daemons_and_an_s3_store():
 
 def test_the_project_image_runs_the_native_mode_commands_on_the_settings_they_read():
     services = COMPOSE["services"]
-    commands = {name: services[name]["command"] for name in ("thrift", "dashboard", "metrics",
-                                                              "scheduler", "scheduler-daemon")}
+    commands = {
+        name: services[name]["command"]
+        for name in ("thrift", "dashboard", "metrics", "scheduler", "scheduler-daemon")
+    }
     from infra.workers import COMPOSE_SERVICES, WORKERS
     from pipeline.commands import lakehouse
 
@@ -72,11 +77,13 @@ def test_the_project_image_runs_the_native_mode_commands_on_the_settings_they_re
     def in_image(*arguments: str) -> list[str]:
         return ["python", *lakehouse(*arguments)[1:]]
 
-    assert commands == {"thrift": ["python", "-m", "serving.jdbc"],
-                        "dashboard": in_image(*WORKERS["dashboard"]),
-                        "metrics": in_image(*WORKERS["metrics"]),
-                        "scheduler": in_image("scheduler", "webserver"),
-                        "scheduler-daemon": in_image("scheduler", "daemon")}
+    assert commands == {
+        "thrift": ["python", "-m", "serving.jdbc"],
+        "dashboard": in_image(*WORKERS["dashboard"]),
+        "metrics": in_image(*WORKERS["metrics"]),
+        "scheduler": in_image("scheduler", "webserver"),
+        "scheduler-daemon": in_image("scheduler", "daemon"),
+    }
     assert {services[name]["image"] for name in commands} == {"retailmax-lakehouse:local"}
     assert (ROOT / services["thrift"]["build"]["dockerfile"]).exists()
     from lakehouse.settings import SECRET_VARIABLES, load
@@ -93,8 +100,10 @@ def test_the_jdbc_server_in_compose_runs_as_the_native_modes_account_and_only_re
     from lakehouse.settings import Settings
 
     assert thrift["user"] == Settings.thrift_os_user
-    assert f"useradd --system --user-group --no-create-home --shell /usr/sbin/nologin " \
-           f"{Settings.thrift_os_user}" in (ROOT / thrift["build"]["dockerfile"]).read_text()
+    assert (
+        f"useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "
+        f"{Settings.thrift_os_user}" in (ROOT / thrift["build"]["dockerfile"]).read_text()
+    )
     assert all(volume.endswith(":ro") for volume in thrift["volumes"])
 
 
@@ -113,11 +122,24 @@ def test_compose_file_is_valid_for_docker_compose_when_available():
     if probe.returncode != 0:
         return  # the YAML checks above still ran; the plugin is optional on CI hosts
     result = subprocess.run(
-        ["docker", "compose", "-f", str(ROOT / "docker-compose.yml"), "--env-file",
-         str(ROOT / "infra/versions.env"), "config", "--quiet"],
-        capture_output=True, text=True,
-        env={"PATH": "/usr/bin:/bin", **{name: "secret" for name in SECRET_VARIABLES},
-             "LAKEHOUSE_WAREHOUSE": "/tmp/warehouse"})
+        [
+            "docker",
+            "compose",
+            "-f",
+            str(ROOT / "docker-compose.yml"),
+            "--env-file",
+            str(ROOT / "infra/versions.env"),
+            "config",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env={
+            "PATH": "/usr/bin:/bin",
+            **{name: "secret" for name in SECRET_VARIABLES},
+            "LAKEHOUSE_WAREHOUSE": "/tmp/warehouse",
+        },
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -136,8 +158,9 @@ def test_connector_captures_the_source_tables_deliberately():
 def test_make_help_lists_every_target():
     makefile = (ROOT / "Makefile").read_text()
     targets = set(re.findall(r"^([a-z-]+):", makefile, re.M))
-    listed = subprocess.run(["make", "-s", "-C", str(ROOT), "help"], capture_output=True,
-                            text=True, check=True).stdout
+    listed = subprocess.run(
+        ["make", "-s", "-C", str(ROOT), "help"], capture_output=True, text=True, check=True
+    ).stdout
     assert targets == set(re.findall(r"^\s+make (\S+)", listed, re.M))
 
 
@@ -157,11 +180,17 @@ def _properties(name: str) -> dict[str, str]:
 
 def test_compose_kafka_has_every_native_broker_setting():
     # Listeners and paths differ by design (containers reach the broker by service name).
-    native = {k: v for k, v in _properties("kafka-server.properties").items()
-              if "${" not in v and "listener" not in k}
+    native = {
+        k: v
+        for k, v in _properties("kafka-server.properties").items()
+        if "${" not in v and "listener" not in k
+    }
     environment = COMPOSE["services"]["kafka"]["environment"]
-    compose = {k.removeprefix("KAFKA_").lower().replace("_", "."): str(v)
-               for k, v in environment.items() if k.startswith("KAFKA_")}
+    compose = {
+        k.removeprefix("KAFKA_").lower().replace("_", "."): str(v)
+        for k, v in environment.items()
+        if k.startswith("KAFKA_")
+    }
     assert {k: compose.get(k) for k in native} == native
     assert native["min.insync.replicas"] == "1" and native["unclean.leader.election.enable"] == "false"
 

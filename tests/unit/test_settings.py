@@ -16,16 +16,21 @@ def clean_env(monkeypatch, tmp_path):
 
 def test_missing_secret_names_the_variable(clean_env):
     loaded = settings.load()
-    with pytest.raises(settings.ConfigurationError,
-                       match=r"PGPASSWORD is not set\. Run `make env`"):
+    with pytest.raises(settings.ConfigurationError, match=r"PGPASSWORD is not set\. Run `make env`"):
         loaded.pg_params()
 
 
 def test_env_file_is_written_once_and_read(clean_env, monkeypatch):
-    assert settings.write_env_file() == ["PGPASSWORD", "DEBEZIUM_PASSWORD", "METASTORE_PASSWORD",
-                                         "MINIO_ROOT_PASSWORD", "ANALYST_PASSWORD",
-                                         "SOURCE_WRITER_PASSWORD", "LAKEHOUSE_READER_PASSWORD",
-                                         "ERASER_PASSWORD"]
+    assert settings.write_env_file() == [
+        "PGPASSWORD",
+        "DEBEZIUM_PASSWORD",
+        "METASTORE_PASSWORD",
+        "MINIO_ROOT_PASSWORD",
+        "ANALYST_PASSWORD",
+        "SOURCE_WRITER_PASSWORD",
+        "LAKEHOUSE_READER_PASSWORD",
+        "ERASER_PASSWORD",
+    ]
     first = (clean_env / ".env").read_text()
     assert settings.write_env_file() == []
     assert (clean_env / ".env").read_text() == first
@@ -48,11 +53,18 @@ def test_environment_wins_over_env_file(clean_env, monkeypatch):
     assert settings.load().pg_password == "from-env"
 
 
-@pytest.mark.parametrize("name, value, message", [
-    ("PGPORT", "54x", "PGPORT='54x' is not a TCP port number"),
-    ("KAFKA_BOOTSTRAP_SERVERS", "localhost", "KAFKA_BOOTSTRAP_SERVERS='localhost' must look like host:port"),
-    ("CONNECT_URL", "localhost:8083", "CONNECT_URL='localhost:8083' must look like http://host:port"),
-])
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("PGPORT", "54x", "PGPORT='54x' is not a TCP port number"),
+        (
+            "KAFKA_BOOTSTRAP_SERVERS",
+            "localhost",
+            "KAFKA_BOOTSTRAP_SERVERS='localhost' must look like host:port",
+        ),
+        ("CONNECT_URL", "localhost:8083", "CONNECT_URL='localhost:8083' must look like http://host:port"),
+    ],
+)
 def test_bad_settings_fail_at_start_with_what_to_fix(clean_env, monkeypatch, name, value, message):
     monkeypatch.setenv(name, value)
     with pytest.raises(settings.ConfigurationError, match=message):
@@ -68,11 +80,20 @@ def test_malformed_env_file_line_is_reported(clean_env):
 def test_a_child_process_given_the_environment_loads_the_same_settings(clean_env, monkeypatch):
     import dataclasses
 
-    custom = dataclasses.replace(settings.load(), warehouse="/data/wh", checkpoints="/data/ck",
-                                 shuffle_partitions=2, spark_ui=False, commits_retained=7,
-                                 compact_every_delta_commits=3, pg_port=5433,
-                                 metastore_database="metastore_x", thrift_port=10001,
-                                 thrift_bind_host="0.0.0.0", thrift_memory="1g")
+    custom = dataclasses.replace(
+        settings.load(),
+        warehouse="/data/wh",
+        checkpoints="/data/ck",
+        shuffle_partitions=2,
+        spark_ui=False,
+        commits_retained=7,
+        compact_every_delta_commits=3,
+        pg_port=5433,
+        metastore_database="metastore_x",
+        thrift_port=10001,
+        thrift_bind_host="0.0.0.0",
+        thrift_memory="1g",
+    )
     for name, value in custom.environment().items():
         monkeypatch.setenv(name, value)
     assert settings.load() == custom
@@ -86,13 +107,17 @@ def test_an_s3a_warehouse_brings_hadoops_s3_connector_and_the_stores_endpoint(cl
     monkeypatch.setenv("MINIO_ROOT_PASSWORD", "secret")
     local = dataclasses.replace(settings.load(), metastore_database="")
     assert "hadoop-aws" not in session_config(local)["spark.jars.packages"]
-    on_minio = dataclasses.replace(local, warehouse="s3a://retailmax/warehouse",
-                                   s3_endpoint="http://127.0.0.1:9000")
+    on_minio = dataclasses.replace(
+        local, warehouse="s3a://retailmax/warehouse", s3_endpoint="http://127.0.0.1:9000"
+    )
     config = session_config(on_minio)
     assert config["spark.jars.packages"].endswith(",org.apache.hadoop:hadoop-aws:3.3.4")
-    assert (config["spark.hadoop.fs.s3a.endpoint"], config["spark.hadoop.fs.s3a.path.style.access"],
-            config["spark.hadoop.fs.s3a.access.key"], config["spark.hadoop.fs.s3a.secret.key"]) == \
-        ("http://127.0.0.1:9000", "true", "retailmax", "${env.MINIO_ROOT_PASSWORD}")
+    assert (
+        config["spark.hadoop.fs.s3a.endpoint"],
+        config["spark.hadoop.fs.s3a.path.style.access"],
+        config["spark.hadoop.fs.s3a.access.key"],
+        config["spark.hadoop.fs.s3a.secret.key"],
+    ) == ("http://127.0.0.1:9000", "true", "retailmax", "${env.MINIO_ROOT_PASSWORD}")
     monkeypatch.delenv("MINIO_ROOT_PASSWORD")
     with pytest.raises(settings.ConfigurationError, match=r"^MINIO_ROOT_PASSWORD is not set"):
         session_config(on_minio)
@@ -119,8 +144,9 @@ def test_an_applications_share_of_a_clusters_cores_is_set_only_when_asked(clean_
     local = dataclasses.replace(settings.load(), metastore_database="")
     assert "spark.cores.max" not in session_config(local)
     monkeypatch.setenv("SPARK_CORES_MAX", "1")
-    assert session_config(dataclasses.replace(settings.load(), metastore_database=""))[
-        "spark.cores.max"] == "1"
+    assert (
+        session_config(dataclasses.replace(settings.load(), metastore_database=""))["spark.cores.max"] == "1"
+    )
 
 
 # A valid value other than the default, for each kind of setting: a kind missing here fails
@@ -162,8 +188,11 @@ def test_the_defaults_round_trip_and_derive_from_the_state_directory(clean_env, 
     assert loaded.warehouse == str(clean_env / "state" / "warehouse")
     assert loaded.checkpoints == str(clean_env / "state" / "warehouse" / "_checkpoints")
     assert loaded.quality_dir == clean_env / "state" / "quality"
-    assert (loaded.connect_url, loaded.spark_ui, loaded.bronze_max_ahead_seconds) == \
-        ("http://localhost:8083", True, 86400)
+    assert (loaded.connect_url, loaded.spark_ui, loaded.bronze_max_ahead_seconds) == (
+        "http://localhost:8083",
+        True,
+        86400,
+    )
     for name, text in loaded.environment().items():
         monkeypatch.setenv(name, text)
     assert settings.load() == loaded
@@ -174,10 +203,11 @@ def test_a_remote_warehouse_is_kept_as_given_with_its_checkpoints_beside_it(clea
     monkeypatch.setenv("CONNECT_URL", "http://connect:8083/")
     monkeypatch.setenv("SPARK_UI", "No")
     loaded = settings.load()
-    assert (loaded.warehouse, loaded.checkpoints) == \
-        ("s3a://retailmax/warehouse/", "s3a://retailmax/warehouse/_checkpoints")
-    assert (loaded.connect_url, loaded.connect_port, loaded.spark_ui) == \
-        ("http://connect:8083", 8083, False)
+    assert (loaded.warehouse, loaded.checkpoints) == (
+        "s3a://retailmax/warehouse/",
+        "s3a://retailmax/warehouse/_checkpoints",
+    )
+    assert (loaded.connect_url, loaded.connect_port, loaded.spark_ui) == ("http://connect:8083", 8083, False)
 
 
 # One bad value of each kind that can refuse one, with the message users see.
@@ -185,15 +215,29 @@ BAD_VALUES = [
     ("PGPORT", "65536", "PGPORT='65536' is not a TCP port number (1-65535)"),
     ("SPARK_WORKERS", "0", "SPARK_WORKERS='0' must be a whole number of at least 1"),
     ("SPARK_CORES_MAX", "-1", "SPARK_CORES_MAX='-1' must be a whole number (0 or more)"),
-    ("BRONZE_EARLIEST_PLAUSIBLE", "2000-13-01",
-     "BRONZE_EARLIEST_PLAUSIBLE='2000-13-01' is not a date (YYYY-MM-DD)"),
-    ("MAINTENANCE_CRON", "daily", "MAINTENANCE_CRON='daily' must be a cron expression of five "
-                                  "fields (minute hour day month weekday), e.g. '30 3 * * *'"),
-    ("KAFKA_BOOTSTRAP_SERVERS", "broker:x",
-     "KAFKA_BOOTSTRAP_SERVERS='broker:x' must look like host:port, e.g. localhost:9092"),
+    (
+        "BRONZE_EARLIEST_PLAUSIBLE",
+        "2000-13-01",
+        "BRONZE_EARLIEST_PLAUSIBLE='2000-13-01' is not a date (YYYY-MM-DD)",
+    ),
+    (
+        "MAINTENANCE_CRON",
+        "daily",
+        "MAINTENANCE_CRON='daily' must be a cron expression of five "
+        "fields (minute hour day month weekday), e.g. '30 3 * * *'",
+    ),
+    (
+        "KAFKA_BOOTSTRAP_SERVERS",
+        "broker:x",
+        "KAFKA_BOOTSTRAP_SERVERS='broker:x' must look like host:port, e.g. localhost:9092",
+    ),
     ("CONNECT_URL", "ftp://connect", "CONNECT_URL='ftp://connect' must look like http://host:port"),
-    ("THRIFT_OS_USER", "root", "THRIFT_OS_USER='root' must name an OS account other than root "
-                               "(lower-case letters, digits, '_' and '-')"),
+    (
+        "THRIFT_OS_USER",
+        "root",
+        "THRIFT_OS_USER='root' must name an OS account other than root "
+        "(lower-case letters, digits, '_' and '-')",
+    ),
 ]
 
 
@@ -227,7 +271,8 @@ def test_every_setting_is_declared_with_a_variable_a_default_and_a_one_line_doc(
 
 
 def test_settings_are_built_with_keywords_and_keep_their_declared_defaults():
-    built = settings.Settings(state_dir=Path("/s"), warehouse="/s/wh", checkpoints="/s/ck",
-                              quality_dir=Path("/s/q"))
+    built = settings.Settings(
+        state_dir=Path("/s"), warehouse="/s/wh", checkpoints="/s/ck", quality_dir=Path("/s/q")
+    )
     assert (built.pg_port, built.spark_ui, built.schedule_cron) == (5432, True, "0 * * * *")
     assert settings.Settings.thrift_os_user == "retailmax-jdbc"

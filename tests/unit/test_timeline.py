@@ -27,8 +27,9 @@ def test_a_run_says_why_it_rebuilds():
     inputs = {"bronze_t": Timeline(COMMITS, earliest_retained="120", last_consumed=None)}
     assert _rebuild_reason(inputs, None) == "first run"
     assert _rebuild_reason(inputs, {}) == "no checkpoint for input bronze_t"
-    assert "checkpoint 105 of input bronze_t is no longer on its active timeline" in \
-        _rebuild_reason(inputs, {"bronze_t": "105"})
+    assert "checkpoint 105 of input bronze_t is no longer on its active timeline" in _rebuild_reason(
+        inputs, {"bronze_t": "105"}
+    )
     assert _rebuild_reason(inputs, {"bronze_t": "130"}) is None
 
 
@@ -36,8 +37,9 @@ def test_a_checkpoint_on_a_commit_a_restore_undid_rebuilds():
     # The input was restored to its commit completed at 125; the reader had read up to 145,
     # and the input has committed again since.
     restored = Timeline((("100", "105"), ("120", "125"), ("150", "155")), None, None)
-    assert "input bronze_t was restored to a savepoint before commit 145" in \
-        _rebuild_reason({"bronze_t": restored}, {"bronze_t": "145"})
+    assert "input bronze_t was restored to a savepoint before commit 145" in _rebuild_reason(
+        {"bronze_t": restored}, {"bronze_t": "145"}
+    )
     assert _rebuild_reason({"bronze_t": restored}, {"bronze_t": "125"}) is None
 
 
