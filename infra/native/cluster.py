@@ -11,7 +11,8 @@ here; the web UIs are on 127.0.0.1 only.
 """
 
 # Why one module: the master, the workers and HDFS are started, checked and stopped as one
-# cluster (`make cluster`), and each daemon is a few lines over the shared base class here.
+# cluster (`make cluster`), and each daemon is a few lines over the shared base class here
+# (itself over process.py's SupervisedService).
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import os
 import subprocess
 import sys
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -28,7 +29,7 @@ import pyspark
 import requests
 
 from infra.native.jars import hadoop_classpath
-from infra.native.process import BackgroundProcess, ServiceError, ensure_port_free, port_open, wait_until
+from infra.native.process import ServiceError, SupervisedService, port_open
 from lakehouse.settings import Settings
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
@@ -53,64 +54,21 @@ def hdfs_url(settings: Settings) -> str:
     return f"hdfs://{HOST}:{settings.hdfs_namenode_port}"
 
 
-class ClusterDaemon(ABC):
-    """One daemon of the cluster, supervised by a pid file like the other native services."""
+class ClusterDaemon(SupervisedService):
+    """One daemon of the cluster; `address` is where its clients or its UI reach it."""
 
-    name: str
     address: str
-    startup_timeout: float = 90
+    startup_timeout = 90
 
     def __init__(self, settings: Settings):
-        self.settings = settings
-        self.process = BackgroundProcess(self.name, settings.state_dir / "run", settings.state_dir / "logs")
-        self.log = self.process.log
+        super().__init__(settings)
         self.home = settings.state_dir / "cluster"
-
-    def running(self) -> bool:
-        return self.process.running()
-
-    def start(self) -> None:
-        if self.running():
-            return
-        self.prepare()
-        self.process.start(self.command(), env=self.environment())
-        wait_until(
-            self.healthy,
-            self.startup_timeout,
-            f"{self.name} (log {self.log})",
-            self.log,
-            alive=self.process.running,
-        )
 
     def run_in_foreground(self) -> None:
         """Becomes the daemon (a container's main process, docker-compose.yml)."""
         self.prepare()
         command = self.command()
         os.execvpe(command[0], command, {**os.environ, **self.environment()})
-
-    def prepare(self) -> None:
-        for port, variable in self.ports():
-            ensure_port_free(self.name, port, variable)
-
-    def stop(self) -> None:
-        self.process.stop()
-
-    def kill(self) -> None:
-        """Kills the daemon and what it started (a worker's executors), as a lost machine."""
-        self.process.kill()
-
-    @abstractmethod
-    def ports(self) -> list[tuple[int, str]]:
-        """The ports it listens on, each with the variable that moves it."""
-
-    @abstractmethod
-    def command(self) -> list[str]: ...
-
-    def environment(self) -> dict[str, str]:
-        return {}
-
-    @abstractmethod
-    def healthy(self) -> bool: ...
 
 
 class HdfsDaemon(ClusterDaemon):
@@ -148,12 +106,11 @@ class NameNode(HdfsDaemon):
 
     def ports(self):
         return [
-            (self.settings.hdfs_namenode_port, "HDFS_NAMENODE_PORT"),
-            (NAMENODE_UI_PORT, "HDFS_NAMENODE_PORT"),
+            (self.name, self.settings.hdfs_namenode_port, "HDFS_NAMENODE_PORT"),
+            (self.name, NAMENODE_UI_PORT, "HDFS_NAMENODE_PORT"),
         ]
 
-    def prepare(self) -> None:
-        super().prepare()
+    def setup(self) -> None:
         if (self.home / "hdfs" / "name" / "current" / "VERSION").exists():
             return
         result = subprocess.run(
@@ -174,7 +131,7 @@ class DataNode(HdfsDaemon):
     address = f"{HOST}:{DATANODE_PORTS['dfs.datanode.address']}"
 
     def ports(self):
-        return [(port, "HDFS_NAMENODE_PORT") for port in DATANODE_PORTS.values()]
+        return [(self.name, port, "HDFS_NAMENODE_PORT") for port in DATANODE_PORTS.values()]
 
     def healthy(self) -> bool:
         """Registered with the NameNode, which has left safe mode: HDFS takes writes."""
@@ -213,7 +170,10 @@ class SparkMaster(SparkDaemon):
         return master_url(self.settings)
 
     def ports(self):
-        return [(self.settings.spark_master_port, "SPARK_MASTER_PORT"), (MASTER_UI_PORT, "SPARK_MASTER_PORT")]
+        return [
+            (self.name, self.settings.spark_master_port, "SPARK_MASTER_PORT"),
+            (self.name, MASTER_UI_PORT, "SPARK_MASTER_PORT"),
+        ]
 
     def arguments(self) -> list[str]:
         return [
@@ -247,7 +207,7 @@ class SparkWorker(SparkDaemon):
         return f"http://{HOST}:{self.ui_port}/"
 
     def ports(self):
-        return [(self.ui_port, "SPARK_WORKERS")]
+        return [(self.name, self.ui_port, "SPARK_WORKERS")]
 
     def arguments(self) -> list[str]:
         return [

@@ -6,19 +6,13 @@ import base64
 import string
 import subprocess
 import uuid
+from abc import abstractmethod
 from pathlib import Path
 
 import requests
 
 from infra.native.jars import ensure_jars
-from infra.native.process import (
-    BackgroundProcess,
-    ServiceError,
-    ensure_port_free,
-    port_open,
-    wait_until,
-)
-from lakehouse.settings import Settings
+from infra.native.process import ServiceError, SupervisedService, port_open, wait_until
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
 JVM_BASE = [
@@ -48,56 +42,39 @@ def _render(template: str, target: Path, **values: object) -> Path:
     return target
 
 
-class JvmService:
-    """A JVM service run from the resolved jars, supervised by a pid file."""
+class JvmService(SupervisedService):
+    """A JVM service run from the resolved jars with a properties file of its own."""
 
-    name: str
     port: int
-    variable: str
     heap: str
     main_class: str
-    startup_timeout: float
+    # Neither broker nor worker needs the project's secrets, but the one `environment` names
+    # (the worker's connector resolves it, and nothing else, through its env provider).
+    inherit_secrets = False
 
-    def __init__(self, settings: Settings):
-        self.settings = settings
-        self.process = BackgroundProcess(self.name, settings.state_dir / "run", settings.state_dir / "logs")
-        self.log = self.process.log
+    @abstractmethod
+    def config(self) -> Path:
+        """Writes the service's properties file and returns its path."""
 
-    def running(self) -> bool:
-        return self.process.running()
-
-    def _java(self, config: Path, env: dict[str, str] | None = None) -> None:
+    def command(self) -> list[str]:
         jars = ensure_jars(self.settings.state_dir)
-        # Neither broker nor worker needs the project's secrets, but the one `env` names (the
-        # worker's connector resolves it, and nothing else, through its env provider).
-        self.process.start(
-            [
-                "java",
-                f"-Xms{self.heap}",
-                f"-Xmx{self.heap}",
-                *JVM_BASE,
-                "-cp",
-                jars.kafka_classpath,
-                self.main_class,
-                str(config),
-            ],
-            env=env,
-            inherit_secrets=False,
-        )
-        wait_until(
-            self.healthy,
-            self.startup_timeout,
-            f"{self.name} (log {self.log})",
-            self.log,
-            alive=self.process.running,
-        )
+        return [
+            "java",
+            f"-Xms{self.heap}",
+            f"-Xmx{self.heap}",
+            *JVM_BASE,
+            "-cp",
+            jars.kafka_classpath,
+            self.main_class,
+            str(self.config()),
+        ]
 
     def stop(self) -> None:
-        self.process.stop()
+        super().stop()
         self._wait_port_released()
 
     def kill(self) -> None:
-        self.process.kill()
+        super().kill()
         self._wait_port_released()
 
     def _wait_port_released(self) -> None:
@@ -110,7 +87,6 @@ class JvmService:
 
 class NativeKafka(JvmService):
     name = "kafka"
-    variable = "KAFKA_BOOTSTRAP_SERVERS"
     heap = "1g"
     main_class = "kafka.Kafka"
     startup_timeout = 90
@@ -119,21 +95,28 @@ class NativeKafka(JvmService):
     def port(self) -> int:
         return self.settings.kafka_port
 
-    def start(self) -> None:
-        if self.running():
-            return
-        ensure_port_free("Kafka", self.port, self.variable)
-        ensure_port_free("Kafka's controller", self.port + 1, self.variable)
-        home = self.settings.state_dir / "kafka"
-        data = home / "data"
-        config = _render(
+    @property
+    def _data(self) -> Path:
+        return self.settings.state_dir / "kafka" / "data"
+
+    def ports(self) -> list[tuple[str, int, str]]:
+        return [
+            ("Kafka", self.port, "KAFKA_BOOTSTRAP_SERVERS"),
+            ("Kafka's controller", self.port + 1, "KAFKA_BOOTSTRAP_SERVERS"),
+        ]
+
+    def config(self) -> Path:
+        return _render(
             "kafka-server.properties",
-            home / "server.properties",
+            self.settings.state_dir / "kafka" / "server.properties",
             kafka_port=self.port,
             controller_port=self.port + 1,
-            data_dir=data,
+            data_dir=self._data,
         )
-        if not (data / "meta.properties").exists():
+
+    def setup(self) -> None:
+        config = self.config()
+        if not (self._data / "meta.properties").exists():
             cluster_id = _random_cluster_id()
             jars = ensure_jars(self.settings.state_dir)
             result = subprocess.run(
@@ -156,7 +139,6 @@ class NativeKafka(JvmService):
                 raise ServiceError(
                     f"Formatting Kafka's log directory failed:\n{result.stdout}{result.stderr}"
                 )
-        self._java(config)
 
     def healthy(self) -> bool:
         return port_open("localhost", self.port)
@@ -164,7 +146,6 @@ class NativeKafka(JvmService):
 
 class NativeConnect(JvmService):
     name = "connect"
-    variable = "CONNECT_URL"
     heap = "1g"
     main_class = "org.apache.kafka.connect.cli.ConnectDistributed"
     startup_timeout = 120
@@ -173,25 +154,25 @@ class NativeConnect(JvmService):
     def port(self) -> int:
         return self.settings.connect_port
 
-    def start(self) -> None:
-        if self.running():
-            return
-        ensure_port_free("Kafka Connect", self.port, self.variable)
-        jars = ensure_jars(self.settings.state_dir)
-        config = _render(
+    def ports(self) -> list[tuple[str, int, str]]:
+        return [("Kafka Connect", self.port, "CONNECT_URL")]
+
+    def config(self) -> Path:
+        return _render(
             "connect-distributed.properties",
             self.settings.state_dir / "connect" / "connect-distributed.properties",
             kafka_bootstrap=self.settings.kafka_bootstrap,
             connect_port=self.port,
-            plugin_path=jars.plugin_path,
+            plugin_path=ensure_jars(self.settings.state_dir).plugin_path,
         )
+
+    def environment(self) -> dict[str, str]:
         # The connector config refers to these by ${env:...}; see ingestion/connector.py.
-        env = {
+        return {
             "DEBEZIUM_PASSWORD": self.settings.debezium_password,
             "SOURCE_DB_HOST": "localhost",
             "SOURCE_DB_PORT": str(self.settings.pg_port),
         }
-        self._java(config, env=env)
 
     def healthy(self) -> bool:
         try:

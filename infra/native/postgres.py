@@ -12,14 +12,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from infra.native.process import (
-    ServiceError,
-    children,
-    ensure_port_free,
-    kill_all,
-    port_open,
-    tail,
-)
+from infra.native.process import NativeService, ServiceError, children, kill_all, port_open, tail
 from lakehouse.settings import Settings
 
 SERVER_OPTIONS = {
@@ -58,11 +51,15 @@ def _as_postgres(*command: str, check: bool = True) -> subprocess.CompletedProce
     return result
 
 
-class NativePostgres:
+class NativePostgres(NativeService):
+    """Not a BackgroundProcess: pg_ctl starts the postmaster detached, waits until it is
+    ready and stops it, and the postmaster keeps its own pid file (postmaster.pid, which
+    `kill` reads)."""
+
     name = "postgres"
 
     def __init__(self, settings: Settings):
-        self.settings = settings
+        super().__init__(settings)
         self.home = settings.state_dir / "postgres"
         self.data = self.home / "data"
         self.sockets = self.home / "run"
@@ -113,12 +110,14 @@ class NativePostgres:
             == 0
         )
 
-    def start(self) -> None:
-        if self.running():
-            return
-        ensure_port_free("PostgreSQL", self.port, "PGPORT")
+    def ports(self) -> list[tuple[str, int, str]]:
+        return [("PostgreSQL", self.port, "PGPORT")]
+
+    def setup(self) -> None:
         if not (self.data / "PG_VERSION").exists():
             self._initdb()
+
+    def launch(self) -> None:
         options = {**SERVER_OPTIONS, "port": str(self.port), "unix_socket_directories": str(self.sockets)}
         result = _as_postgres(
             str(_bin_dir() / "pg_ctl"),

@@ -1,4 +1,10 @@
-"""Starting, watching and stopping one background service process."""
+"""Starting, watching and stopping one background service process, and the lifecycle every
+native service shares over it.
+
+Each service (infra/native/) says only what is its own: its ports, its setup, its command
+line and environment, its health probe. Skipping a running service, refusing a taken port,
+waiting for health with the log's tail on failure, stopping and killing are here, once.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +14,11 @@ import signal
 import socket
 import subprocess
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 
-from lakehouse.settings import SECRET_VARIABLES
+from lakehouse.settings import SECRET_VARIABLES, Settings
 
 
 class ServiceError(RuntimeError):
@@ -190,3 +197,100 @@ class BackgroundProcess:
             while self.running() or group_alive(pid):
                 time.sleep(0.1)
         self.pid_file.unlink(missing_ok=True)
+
+
+class NativeService(ABC):
+    """One service of the native mode, started, stopped and killed by name (infra/stack.py,
+    infra/native/cluster.py)."""
+
+    name: str
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    def start(self) -> None:
+        """Starts the service unless it runs, returning once it is healthy."""
+        if self.running():
+            return
+        self.prepare()
+        self.launch()
+
+    def prepare(self) -> None:
+        """Refuses a port another process holds (the message says which and how to move it;
+        the service would only die with a bind error in its log), then does its setup."""
+        for who, port, variable in self.ports():
+            ensure_port_free(who, port, variable)
+        self.setup()
+
+    @abstractmethod
+    def ports(self) -> list[tuple[str, int, str]]:
+        """The ports it listens on, each as (who listens, port, the variable that moves it)."""
+
+    def setup(self) -> None:  # noqa: B027 - optional: most services have none
+        """Work of its own before each start: configuration files, storage on the first."""
+
+    @abstractmethod
+    def launch(self) -> None:
+        """Starts the process, returning once it is healthy."""
+
+    @abstractmethod
+    def running(self) -> bool: ...
+
+    @abstractmethod
+    def healthy(self) -> bool: ...
+
+    @abstractmethod
+    def stop(self) -> None: ...
+
+    @abstractmethod
+    def kill(self) -> None:
+        """Kills the service and what it started at once, as a crash or a lost machine would
+        (for tests of recovery)."""
+
+
+class SupervisedService(NativeService):
+    """A native service that is one BackgroundProcess: pid file `<state dir>/run/<process
+    name>.pid`, log `<state dir>/logs/<process name>.log`, the process named as the service
+    unless it says otherwise."""
+
+    startup_timeout: float
+    # False: the process gets none of the project's secrets but those `environment` names.
+    inherit_secrets = True
+
+    def __init__(self, settings: Settings, process_name: str | None = None):
+        super().__init__(settings)
+        self.process = BackgroundProcess(
+            process_name or self.name, settings.state_dir / "run", settings.state_dir / "logs"
+        )
+        self.log = self.process.log
+
+    @abstractmethod
+    def command(self) -> list[str]: ...
+
+    def environment(self) -> dict[str, str]:
+        return {}
+
+    def os_user(self) -> str | None:
+        """The OS account it runs as; None: whoever starts it."""
+        return None
+
+    def launch(self) -> None:
+        self.process.start(
+            self.command(), env=self.environment(), inherit_secrets=self.inherit_secrets, user=self.os_user()
+        )
+        wait_until(
+            self.healthy,
+            self.startup_timeout,
+            f"{self.name} (log {self.log})",
+            self.log,
+            alive=self.process.running,
+        )
+
+    def running(self) -> bool:
+        return self.process.running()
+
+    def stop(self) -> None:
+        self.process.stop()
+
+    def kill(self) -> None:
+        self.process.kill()

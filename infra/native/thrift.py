@@ -7,55 +7,39 @@ import pwd
 import subprocess
 
 from infra import metastore
-from infra.native.process import (
-    BackgroundProcess,
-    ServiceError,
-    ensure_port_free,
-    port_open,
-    wait_until,
-)
+from infra.native.process import ServiceError, SupervisedService, port_open
 from lakehouse.settings import Settings
 from serving import jdbc
 
 
-class NativeThriftServer:
+class NativeThriftServer(SupervisedService):
     name = "thrift"
     startup_timeout = 180
+    # The server's environment names the two passwords it needs (serving/jdbc.py).
+    inherit_secrets = False
 
     def __init__(self, settings: Settings):
-        self.settings = settings
         # One per port: a test session runs its own beside the demo's, on the same state dir.
-        self.process = BackgroundProcess(
-            f"{self.name}-{settings.thrift_port}", settings.state_dir / "run", settings.state_dir / "logs"
-        )
-        self.log = self.process.log
+        super().__init__(settings, process_name=f"{self.name}-{settings.thrift_port}")
 
     @property
     def port(self) -> int:
         return self.settings.thrift_port
 
-    def running(self) -> bool:
-        return self.process.running()
+    def ports(self) -> list[tuple[str, int, str]]:
+        return [("The JDBC server", self.port, "THRIFT_PORT")]
 
-    def start(self) -> None:
-        if self.running():
-            return
-        ensure_port_free("The JDBC server", self.port, "THRIFT_PORT")
+    def setup(self) -> None:
         # The server's only Postgres account is the metastore's: the catalog's database is
         # made here, by the caller that holds the superuser's password.
         metastore.ensure(self.settings)
-        user = self.os_user()
-        jdbc.make_scratch_dir(self.settings, user)
-        self.process.start(
-            jdbc.command(self.settings), env=jdbc.environment(self.settings), inherit_secrets=False, user=user
-        )
-        wait_until(
-            self.healthy,
-            self.startup_timeout,
-            f"{self.name} (log {self.log})",
-            self.log,
-            alive=self.process.running,
-        )
+        jdbc.make_scratch_dir(self.settings, self.os_user())
+
+    def command(self) -> list[str]:
+        return jdbc.command(self.settings)
+
+    def environment(self) -> dict[str, str]:
+        return jdbc.environment(self.settings)
 
     def os_user(self) -> str | None:
         """The account the server runs as. Started by root, an account of its own
@@ -90,12 +74,6 @@ class NativeThriftServer:
                     f"(THRIFT_OS_USER): {created.stderr.strip()}"
                 ) from None
         return name
-
-    def stop(self) -> None:
-        self.process.stop()
-
-    def kill(self) -> None:
-        self.process.kill()
 
     def healthy(self) -> bool:
         return port_open(self.settings.thrift_bind_host, self.port)
