@@ -1,20 +1,25 @@
-"""The README stays a front door, its links land, the docs speak for themselves, and the
-reference pages can be generated from the code.
+"""The README stays a front door, its links land, the docs speak for themselves, the
+reference pages can be generated from the code, and the benchmark plots from the results.
 
 `make docs-build` (CI) checks every link inside the site with `mkdocs build --strict`; these
 checks are the ones it cannot make, and they run in a second with `make test-unit`."""
 
 from __future__ import annotations
 
+import json
 import re
 import runpy
+import shutil
 import subprocess
 from pathlib import Path
+from xml.etree import ElementTree
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
+RESULTS = ROOT / "benchmarks" / "results"
+SVG = "{http://www.w3.org/2000/svg}"
 # A relative Markdown link or image: ](target) or ](target "title").
 LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)\s]*)?(?:\s+\"[^\"]*\")?\)")
 # Spelled in two halves so that this file does not name what it looks for.
@@ -108,3 +113,74 @@ def test_every_docs_page_is_in_the_site_navigation():
     nav = (ROOT / "mkdocs.yml").read_text()
     pages = [p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md")]
     assert pages and not [p for p in pages if f": {p}" not in nav]
+
+
+@pytest.fixture(scope="module")
+def plotter():
+    """docs/gen_plots.py's functions, as `mkdocs build` runs them (no services)."""
+    return runpy.run_path(str(ROOT / "docs" / "gen_plots.py"), run_name="gen_plots")
+
+
+def _labels(svg: str) -> tuple[str, list[str], list[str]]:
+    """A plot's title, the texts it shows, and the values its points carry (their <title>)."""
+    root = ElementTree.fromstring(svg)  # also: the SVG is well-formed
+    assert root.get("role") == "img" and root.get("aria-labelledby") == "title desc"
+    shown = [t.text for t in root.iter(f"{SVG}text")]
+    points = [t.text for c in root.iter(f"{SVG}circle") for t in c.iter(f"{SVG}title")]
+    return root.find(f"{SVG}title").text, shown, points
+
+
+def test_every_benchmark_plot_is_drawn_from_its_results_file(plotter):
+    run, freshness, bronze, derived = (
+        json.loads((RESULTS / f"{name}.json").read_text())
+        for name in ("run", "freshness", "bronze", "derived")
+    )
+    plots = {path.rsplit("/", 1)[1]: _labels(svg) for path, svg in plotter["plots"]().items()}
+    assert not [name for name, (title, _, _) in plots.items() if title.startswith("No plot")]
+    incremental = run["incremental"]
+    latency = [bronze["latency"]["all"], *bronze["latency"]["tables"].values()]
+    expected = {
+        "scheduled-run.svg": [
+            incremental["bronze_seconds"],
+            incremental["other_seconds"],
+            *(t["seconds"] for t in incremental["tables"].values()),
+        ],
+        "bronze-throughput.svg": [
+            p[f"{half}_events_per_second"]
+            for p in bronze["throughput"]["phases"]
+            for half in ("capture", "landing")
+        ],
+        "bronze-latency.svg": [t[f"{k}_seconds"] for t in latency for k in ("p50", "p95", "max")],
+        "derived.svg": [
+            s[mode]["seconds"] for s in derived["sizes"] for mode in ("incremental", "full_refresh")
+        ],
+    }
+    for name, values in expected.items():
+        _, shown, _ = plots[name]
+        assert not [v for v in values if f"{v:,}" not in shown], name
+    _, shown, points = plots["freshness.svg"]
+    assert len(points) == 3 * len(freshness["per_probe"])
+    for probe, p in enumerate(freshness["per_probe"], start=1):
+        for layer, label in (("bronze", "Bronze"), ("silver", "Silver"), ("gold", "Gold")):
+            assert any(t.startswith(label) and t.endswith(f" at {probe}: {p[layer]}") for t in points)
+    gold = freshness["probe_latency"]["gold"]
+    assert any(f"p50 {gold['p50_seconds']} s, p95 {gold['p95_seconds']} s" in t for t in shown)
+
+
+def test_a_benchmark_plot_follows_its_file_and_a_missing_file_is_said_in_its_place(plotter, tmp_path):
+    bronze = json.loads((RESULTS / "bronze.json").read_text())
+    bronze["throughput"]["phases"][0]["landing_events_per_second"] = 12_345
+    (tmp_path / "bronze.json").write_text(json.dumps(bronze))
+    shutil.copy(RESULTS / "derived.json", tmp_path)
+    plots = plotter["plots"](tmp_path)
+    assert "12,345" in _labels(plots["images/benchmarks/bronze-throughput.svg"])[1]
+    title, _, _ = _labels(plots["images/benchmarks/scheduled-run.svg"])
+    assert title == "No plot: benchmarks/results/run.json is not in this checkout"
+    assert _labels(plots["images/benchmarks/freshness.svg"])[0].startswith("No plot")
+    assert not _labels(plots["images/benchmarks/derived.svg"])[0].startswith("No plot")
+
+
+def test_the_benchmarks_page_shows_every_plot_the_build_draws(plotter):
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    shown = set(re.findall(r"!\[[^\]]+\]\((images/benchmarks/[^)]+\.svg)\)", page))
+    assert shown == set(plotter["plots"]())
