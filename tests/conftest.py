@@ -1,4 +1,6 @@
 import dataclasses
+import os
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -7,9 +9,38 @@ import pytest
 
 from lakehouse import settings as settings_module
 
+# Before any test module imports it: its helpers' assertions then show their values on failure.
+pytest.register_assert_rewrite("tests.support")
+
 
 def _runs_integration_tests(session: pytest.Session) -> bool:
     return any(item.get_closest_marker("integration") for item in session.items)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def project_secrets(request):
+    """The project's secrets in this process's environment, where the `lakehouse` commands
+    the tests start find them too (`tests.support.cli_env` passes it on).
+
+    With integration tests, the demo's, from `./.env`, which is written first as `make env`
+    writes it when it lacks a secret: the services a session reuses or starts are the
+    demo's, and they keep the passwords they were set up with (a running stack; the native
+    Postgres cluster under the state directory, whose owner's password `initdb` takes once;
+    Docker Compose, which reads `.env` itself), so other secrets would lock the tests out
+    of them, or the demo out of what the tests set up.
+
+    Unit tests alone reach no service: each secret the environment lacks gets a random value
+    for the session, in memory, and the repository is left as it was."""
+    if _runs_integration_tests(request.session):
+        settings_module.write_env_file()
+        settings_module.load_env_file()
+        yield
+        return
+    with pytest.MonkeyPatch.context() as environment:
+        for name in settings_module.SECRET_VARIABLES:
+            if name not in os.environ:
+                environment.setenv(name, secrets.token_urlsafe(18))
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -17,7 +48,6 @@ def settings(tmp_path_factory, request):
     """The project's settings, with a warehouse of the test session's own. With integration
     tests, also a metastore database and a JDBC server port of its own, so that a running
     demo keeps its catalog; unit tests alone keep the catalog in the Spark process."""
-    settings_module.write_env_file()
     # Readable by all, as the demo's is, for the JDBC server's OS account
     # (infra/native/thrift.py): pytest's temporary directories are their owner's only.
     warehouse = Path(tempfile.mkdtemp(prefix="retailmax-test-warehouse-"))

@@ -9,6 +9,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from ingestion import database
+from tests.support import drain_until_equal, run_all, run_workload
 
 
 def pytest_collection_modifyitems(items):
@@ -20,6 +21,8 @@ def pytest_collection_modifyitems(items):
 
 @pytest.fixture
 def db(services):
+    """Postgres, as its owner, in autocommit: each statement a test runs is a change that
+    Debezium captures at once."""
     with database.connect(services, autocommit=True) as conn:
         yield conn
 
@@ -29,9 +32,6 @@ def built(services, spark):
     """Every table built, through a workload with some rows the gates keep out (so every
     quarantine exists): the warehouse of the modules that only read it. Built once, by the
     first module that asks; modules in between change it, which only moves it on."""
-    from tests.integration.test_bronze import drain_until_equal, run_workload
-    from tests.integration.test_silver_gold import run_all
-
     with database.connect(services, autocommit=True) as db:
         run_workload(db, steps=60, seed=1800, bad_share=0.05)
         drain_until_equal(spark, services, db)
@@ -41,6 +41,7 @@ def built(services, spark):
 
 @pytest.fixture
 def producer(services):
+    """Kafka, for the messages a test sends itself (events, and what Bronze must quarantine)."""
     producer = KafkaProducer(bootstrap_servers=services.kafka_bootstrap)
     yield producer
     producer.close()

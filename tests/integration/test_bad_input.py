@@ -5,16 +5,12 @@ written to Postgres, through Debezium, land equal: the streams went on."""
 from __future__ import annotations
 
 import json
-import subprocess
-
-from kafka import KafkaProducer
 
 from bronze.job import BronzeJob
 from bronze.tables import BRONZE_TABLES, WEB_CLICKSTREAMS
-from lakehouse.layout import snapshot
-from pipeline.commands import lakehouse
+from lakehouse.hudi import snapshot
 from tests.bad_input import CASES
-from tests.integration.test_bronze import _cli_env, drain_until_equal
+from tests.support import drain_until_equal, run_lakehouse
 
 # A change that lands from a forged message would be in Bronze and not at the source, which
 # Bronze must equal: those cases are decoded in tests/unit/test_bad_input.py, and hostile
@@ -30,14 +26,14 @@ def _landed(spark, settings, table, case) -> dict | None:
     return rows[0].asDict() if rows else None
 
 
-def test_the_corpus_through_kafka_is_quarantined_or_landed_and_the_streams_go_on(services, spark, db):
-    producer = KafkaProducer(bootstrap_servers=services.kafka_bootstrap)
+def test_the_corpus_through_kafka_is_quarantined_or_landed_and_the_streams_go_on(
+    services, spark, db, producer
+):
     positions = {}
     for case in SENT:
         sent = producer.send(case.table.topic, key=case.kafka_key(), value=case.kafka_value())
         metadata = sent.get(timeout=10)
         positions[case.name] = (metadata.partition, metadata.offset)
-    producer.close()
 
     BronzeJob(spark, services).drain()
 
@@ -61,9 +57,7 @@ def test_the_corpus_through_kafka_is_quarantined_or_landed_and_the_streams_go_on
     assert not wrong, "\n".join(wrong)
 
     # `make status` says what the streams kept out, and how analysts sign in.
-    status = subprocess.run(
-        lakehouse("status"), capture_output=True, text=True, env=_cli_env(services), timeout=120
-    )
+    status = run_lakehouse(services, "status", timeout=120)
     lines = status.stdout.splitlines()
     assert any(
         line.split()[:3] == ["stream", "kept", "out"]

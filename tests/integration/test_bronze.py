@@ -4,76 +4,37 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
-import signal
 import subprocess
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
-from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import NewTopic
 from pyspark.sql import functions as F
 
 from bronze.job import BronzeError, BronzeJob, checkpoint_location
-from bronze.tables import BRONZE_TABLES, CUSTOMER_MASTER, SALES_TRANSACTIONS, WEB_CLICKSTREAMS
-from ingestion.workload import OltpWorkload
-from lakehouse import catalog, layout, timeline
-from lakehouse.layout import snapshot
+from bronze.tables import CUSTOMER_MASTER, SALES_TRANSACTIONS, WEB_CLICKSTREAMS
+from lakehouse import catalog, hudi, layout, timeline
+from lakehouse.hudi import snapshot
 from lakehouse.settings import ConfigurationError
 from lakehouse.tables import LAYOUT_KEY, Partitioning, hudi_options
 from pipeline import verify
-from pipeline.commands import lakehouse
+from tests.support import drain_until_equal, kill_mid_write, run_lakehouse, run_workload
 
-CDC_TABLES = [table for table in BRONZE_TABLES if table.envelope == "debezium"]
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def drain_until_equal(spark, settings, db, tables=tuple(CDC_TABLES), timeout=180.0):
-    """Drains until every CDC table equals Postgres (Debezium delivers within seconds)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        BronzeJob(spark, settings).drain()
-        verdicts = [verify.bronze_against_postgres(spark, settings, db, table) for table in tables]
-        assert not any(v.duplicated for v in verdicts), [v.line() for v in verdicts]
-        if all(v.equal for v in verdicts):
-            return
-        if time.monotonic() > deadline:
-            pytest.fail("Bronze differs from Postgres:\n" + "\n".join(v.line() for v in verdicts))
-        time.sleep(3)
-
-
-def run_workload(db, steps: int, seed: int, bad_share: float = 0.0) -> Counter:
-    """The random workload plus edge cases; returns how often each operation ran."""
-    workload = OltpWorkload(db, seed, bad_share)
-    done = Counter(workload.step() for _ in range(steps))
-    # Edge cases the random mix may not hit: a key changed three times in one transaction,
-    # deleted and re-inserted, a customer moving country (partition) and back, and a line
-    # re-dated to the day before (the bucket index leaves old copies unless deleted).
-    with db.transaction():
-        db.execute("UPDATE retail.sales_transactions SET status = 'shipped' WHERE order_id = 1")
-        db.execute("UPDATE retail.sales_transactions SET quantity = quantity + 1 WHERE order_id = 1")
-        db.execute("UPDATE retail.sales_transactions SET status = 'completed' WHERE order_id = 1")
-    line = db.execute("SELECT * FROM retail.sales_transactions WHERE order_id = 2 LIMIT 1").fetchone()
-    db.execute("DELETE FROM retail.sales_transactions WHERE order_id = %s AND line_item_id = %s", line[:2])
-    db.execute(
-        "INSERT INTO retail.sales_transactions VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, now())",
-        line[:11],
-    )
-    with db.transaction():
-        db.execute(
-            "UPDATE retail.customer_master SET country = 'JP', region = 'asia_pacific' WHERE customer_id = 5"
-        )
-        db.execute(
-            "UPDATE retail.customer_master SET country = 'BR', region = 'latin_america' WHERE customer_id = 5"
-        )
-    db.execute(
-        "UPDATE retail.sales_transactions SET transaction_ts = transaction_ts - interval '1 day'"
-        " WHERE order_id = 3"
-    )
-    return done
+# A valid click for the tests that send their own; each gives it a session of its own.
+CLICK = {
+    "event_id": "t-click",
+    "session_id": "t-click",
+    "customer_id": 1,
+    "event_type": "page_view",
+    "page_url": "/",
+    "product_id": None,
+    "search_query": None,
+    "device": "web",
+    "event_ts": "2026-06-01T10:00:00Z",
+}
 
 
 def test_bronze_equals_postgres_after_a_random_workload(services, spark, db):
@@ -84,13 +45,8 @@ def test_bronze_equals_postgres_after_a_random_workload(services, spark, db):
 def test_bronze_tables_are_in_the_catalog_of_a_fresh_process(services, spark, db):
     drain_until_equal(spark, services, db, tables=(CUSTOMER_MASTER,))
     expected = db.execute("SELECT count(*) FROM retail.customer_master").fetchone()[0]
-    result = subprocess.run(
-        lakehouse("sql", "SELECT count(*) AS customers FROM bronze.hudi_customer_master_bronze"),
-        cwd=ROOT,
-        env=_cli_env(services),
-        capture_output=True,
-        text=True,
-        timeout=300,
+    result = run_lakehouse(
+        services, "sql", "SELECT count(*) AS customers FROM bronze.hudi_customer_master_bronze"
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert str(expected) in [line.strip("| ") for line in result.stdout.splitlines()], result.stdout
@@ -163,7 +119,7 @@ def test_partition_values_are_data_not_paths(services, spark):
     )
     warehouse = Path(services.warehouse)
     before = set(warehouse.iterdir())
-    layout.write(rows, by_country, settings, "upsert")
+    hudi.write(rows, by_country, settings, "upsert")
     read = snapshot(spark, by_country, settings).collect()
     assert sorted((r.customer_id, r.country) for r in read) == list(enumerate(countries))
     assert set(warehouse.iterdir()) - before == {Path(settings.warehouse)}
@@ -190,12 +146,14 @@ def test_replaying_the_whole_topic_changes_nothing(services, spark, db):
     assert sorted(verify.bronze_rows(spark, services, SALES_TRANSACTIONS)) == before
 
 
-def test_a_message_that_fails_its_batch_is_quarantined_alone_and_the_rest_lands(services, spark, monkeypatch):
+def test_a_message_that_fails_its_batch_is_quarantined_alone_and_the_rest_lands(
+    services, spark, producer, monkeypatch
+):
     """A fault no check foresaw (here the writer failing on one message, every time) costs
     that message, quarantined with the error, and nothing else: the stream goes on."""
     import bronze.job
 
-    real_write = layout.write
+    real_write = hudi.write
 
     def write(frame, table, *args, **kwargs):
         if (
@@ -206,19 +164,9 @@ def test_a_message_that_fails_its_batch_is_quarantined_alone_and_the_rest_lands(
             raise RuntimeError("the writer fails on t-poison")
         return real_write(frame, table, *args, **kwargs)
 
-    monkeypatch.setattr(layout, "write", write)
+    monkeypatch.setattr(hudi, "write", write)
     monkeypatch.setattr(bronze.job, "FAILED_BATCH_RETRY_SECONDS", 0)
-    producer = KafkaProducer(bootstrap_servers=services.kafka_bootstrap)
-    click = {
-        "session_id": "t-iso",
-        "customer_id": 1,
-        "event_type": "page_view",
-        "page_url": "/",
-        "product_id": None,
-        "search_query": None,
-        "device": "web",
-        "event_ts": "2026-06-01T10:00:00Z",
-    }
+    click = dict(CLICK, session_id="t-iso")
     ids = ["t-iso-1", "t-iso-2", "t-poison", "t-iso-3", "t-iso-4"]
     offsets = {
         event_id: producer.send(
@@ -228,7 +176,6 @@ def test_a_message_that_fails_its_batch_is_quarantined_alone_and_the_rest_lands(
         .offset
         for event_id in ids
     }
-    producer.close()
 
     BronzeJob(spark, services, (WEB_CLICKSTREAMS,)).drain()
 
@@ -241,19 +188,8 @@ def test_a_message_that_fails_its_batch_is_quarantined_alone_and_the_rest_lands(
     ]
 
 
-def test_malformed_messages_are_quarantined_and_valid_ones_around_them_land(services, spark):
-    producer = KafkaProducer(bootstrap_servers=services.kafka_bootstrap)
-    click = {
-        "event_id": "t-good-1",
-        "session_id": "t-s",
-        "customer_id": 1,
-        "event_type": "page_view",
-        "page_url": "/",
-        "product_id": None,
-        "search_query": None,
-        "device": "web",
-        "event_ts": "2026-06-01T10:00:00Z",
-    }
+def test_malformed_messages_are_quarantined_and_valid_ones_around_them_land(services, spark, producer):
+    click = dict(CLICK, event_id="t-good-1", session_id="t-s")
     messages = [
         json.dumps(click).encode(),
         b"\x00\x01 not json",
@@ -270,7 +206,6 @@ def test_malformed_messages_are_quarantined_and_valid_ones_around_them_land(serv
         .get(timeout=10)
         .offset
     )
-    producer.close()
 
     BronzeJob(spark, services, (WEB_CLICKSTREAMS, CUSTOMER_MASTER)).drain()
 
@@ -291,12 +226,11 @@ def test_malformed_messages_are_quarantined_and_valid_ones_around_them_land(serv
     ]
 
 
-def test_offsets_kafka_no_longer_holds_stop_the_job_with_a_clear_error(services, spark):
+def test_offsets_kafka_no_longer_holds_stop_the_job_with_a_clear_error(services, spark, producer):
     topic = f"bronze_expiry_test_{int(time.time())}"
     table = dataclasses.replace(WEB_CLICKSTREAMS, name=topic, topic=topic)
     admin = KafkaAdminClient(bootstrap_servers=services.kafka_bootstrap)
     admin.create_topics([NewTopic(topic, 1, 1)])
-    producer = KafkaProducer(bootstrap_servers=services.kafka_bootstrap)
     event = {
         "event_id": "x",
         "session_id": "s",
@@ -316,40 +250,13 @@ def test_offsets_kafka_no_longer_holds_stop_the_job_with_a_clear_error(services,
     send(10, 10)
     # Retention deleting offsets 10-14 before Bronze read them: a gap Bronze must not skip.
     admin.delete_records({TopicPartition(topic, 0): 15})
-    producer.close()
     admin.close()
     with pytest.raises(BronzeError, match=f"Bronze table {topic}: Kafka no longer holds offsets"):
         BronzeJob(spark, services, (table,)).drain()
 
 
-def _cli_env(settings) -> dict[str, str]:
-    return {**os.environ, **settings.environment()}
-
-
-def _uncommitted_instant(table_path: str) -> bool:
-    timeline = Path(table_path) / ".hoodie" / "timeline"
-    if not timeline.exists():
-        return False
-    completed = {p.name.split("_")[0] for p in timeline.glob("*_*.deltacommit")}
-    return any(p.name.split(".")[0] not in completed for p in timeline.glob("*.deltacommit.inflight"))
-
-
 def test_kill_minus_nine_during_a_write_loses_and_duplicates_nothing(services, spark, db):
     drain_until_equal(spark, services, db)
     run_workload(db, steps=400, seed=202)
-    job = subprocess.Popen(
-        lakehouse("bronze", "--table", SALES_TRANSACTIONS.name),
-        cwd=ROOT,
-        env=_cli_env(services),
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 240
-    while not _uncommitted_instant(SALES_TRANSACTIONS.path(services)):
-        assert job.poll() is None, "the Bronze job finished before it could be killed mid-write"
-        assert time.monotonic() < deadline, "the Bronze job never started a write"
-        time.sleep(0.05)
-    os.killpg(job.pid, signal.SIGKILL)
-    job.wait()
+    kill_mid_write(services, SALES_TRANSACTIONS, "bronze", "--table", SALES_TRANSACTIONS.name)
     drain_until_equal(spark, services, db)

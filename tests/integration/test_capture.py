@@ -18,6 +18,12 @@ def _events_for(messages, key):
     return [value for k, value in messages if k == key and value is not None]
 
 
+def _changes_of(reader, key, count: int) -> list[dict]:
+    """The change events of the row `key`, read until there are `count`: each test changes
+    one row of its own, among whatever else the topic carries meanwhile."""
+    return _events_for(reader.read_until(lambda m: len(_events_for(m, key)) >= count), key)
+
+
 def _ops(events):
     return [e["op"] for e in events]
 
@@ -38,7 +44,7 @@ def test_customer_insert_update_delete(db, topic_reader):
     )
     db.execute("DELETE FROM retail.customer_master WHERE customer_id = %s", (customer_id,))
     key = {"customer_id": customer_id}
-    events = _events_for(reader.read_until(lambda m: len(_events_for(m, key)) >= 3), key)
+    events = _changes_of(reader, key, 3)
     assert _ops(events) == ["c", "u", "d"]
     created, updated, deleted = events
     assert created["before"] is None
@@ -65,7 +71,7 @@ def test_product_price_arrives_exact(db, topic_reader):
     db.execute("UPDATE retail.product_catalog SET unit_price = 0.10 WHERE product_id = %s", (product_id,))
     db.execute("DELETE FROM retail.product_catalog WHERE product_id = %s", (product_id,))
     key = {"product_id": product_id}
-    events = _events_for(reader.read_until(lambda m: len(_events_for(m, key)) >= 3), key)
+    events = _changes_of(reader, key, 3)
     assert _ops(events) == ["c", "u", "d"]
     assert events[0]["after"]["unit_price"] == "1234567890.12"
     assert Decimal(events[1]["after"]["unit_price"]) == Decimal("0.10")
@@ -97,7 +103,7 @@ def test_sales_line_changes_in_one_transaction_all_arrive_in_order(db, topic_rea
         " WHERE order_id = %(order_id)s AND line_item_id = %(line_item_id)s",
         key,
     )
-    events = _events_for(reader.read_until(lambda m: len(_events_for(m, key)) >= 4), key)
+    events = _changes_of(reader, key, 4)
     assert _ops(events) == ["c", "u", "u", "d"]
     assert events[1]["after"]["discount"] == "5.97" and events[1]["after"]["quantity"] == 3
     assert events[2]["before"]["status"] == "pending" and events[2]["after"]["status"] == "completed"

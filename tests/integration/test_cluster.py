@@ -15,8 +15,7 @@ from infra.native import cluster
 from ingestion.events import EventStreams
 from pipeline import commands, verify
 from pipeline.tables import derived_tables
-from tests.integration.test_bronze import CDC_TABLES, ROOT, _cli_env, drain_until_equal, run_workload
-from tests.integration.test_silver_gold import run_all
+from tests.support import CDC_TABLES, ROOT, cli_env, drain_until_equal, run_all, run_workload
 
 # A cluster of its own and a second pass: `make test-long` runs it, `make test` does not.
 pytestmark = pytest.mark.long
@@ -46,7 +45,7 @@ def on_cluster(services, spark):
 
 def lakehouse(settings, *arguments: str) -> subprocess.Popen:
     """A `lakehouse` command whose Spark application runs on the cluster."""
-    env = {**_cli_env(settings), "SPARK_MASTER": cluster.master_url(settings)}
+    env = {**cli_env(settings), "SPARK_MASTER": cluster.master_url(settings)}
     return subprocess.Popen(
         commands.lakehouse(*arguments),
         cwd=ROOT,

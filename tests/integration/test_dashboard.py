@@ -26,7 +26,7 @@ from bronze.tables import BRONZE_TABLES
 from gold.tables import DAILY_SALES
 from lakehouse import catalog
 from pipeline.tables import derived_tables
-from tests.integration.test_bronze import _cli_env
+from tests.support import cli_env
 
 LAKEHOUSE = Path(sys.executable).parent / "lakehouse"
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -130,7 +130,7 @@ def test_the_business_page_shows_gold_numbers_for_the_filter_in_a_browser(built,
     ).first()
     query = urlencode({"start": first, "end": last, "region": region, "category": ",".join(categories)})
 
-    with dashboard(_cli_env(built), built.dashboard_port + 1) as address:
+    with dashboard(cli_env(built), built.dashboard_port + 1) as address:
         open_and_wait(browser, f"{address}/?{query}", lambda d: "Sales" in metrics(d) and charts(d) >= 3)
         shown = metrics(browser)
         browser.save_screenshot(str(output_dir / "dashboard-business.png"))
@@ -169,7 +169,7 @@ def test_before_gold_and_with_a_service_down_the_page_says_what_and_why(
 ):
     kafka = f"localhost:{_closed_port()}"
     env = {
-        **_cli_env(services),
+        **cli_env(services),
         "LAKEHOUSE_WAREHOUSE": str(tmp_path / "warehouse"),
         "LAKEHOUSE_CHECKPOINTS": str(tmp_path / "warehouse" / "_checkpoints"),
         "KAFKA_BOOTSTRAP_SERVERS": kafka,

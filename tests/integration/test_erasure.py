@@ -5,7 +5,6 @@ keep their place in Gold."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -13,14 +12,11 @@ import pyarrow.parquet as pq
 from bronze.tables import CUSTOMER_MASTER
 from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
 from ingestion.topics import cdc_topic
-from lakehouse.layout import snapshot
+from lakehouse.hudi import snapshot
 from operations import erasure
 from pipeline import verify
-from pipeline.commands import lakehouse
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
-from tests.integration.test_bronze import _cli_env, drain_until_equal
-from tests.integration.test_operations import rows
-from tests.integration.test_silver_gold import assert_equals_full_rebuild, run_all
+from tests.support import assert_equals_full_rebuild, drain_until_equal, rows, run_all, run_lakehouse
 
 
 def files_holding(root: Path, needles: list[str]) -> list[str]:
@@ -121,13 +117,7 @@ def test_erasure_leaves_no_personal_data_anywhere_and_keeps_the_sales(services, 
 
 
 def test_erasing_a_customer_the_lakehouse_never_held_is_refused(services):
-    refused = subprocess.run(
-        lakehouse("erase", "--customer-id", "987654321"),
-        env=_cli_env(services),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    refused = run_lakehouse(services, "erase", "--customer-id", "987654321")
     assert refused.returncode == 2, refused.stderr[-2000:]
     assert (
         "no customer_id 987654321: not in retail.customer_master and not in what "

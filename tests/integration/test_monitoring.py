@@ -16,8 +16,7 @@ from infra.native.process import port_open
 from monitoring.metrics import CACHE_SECONDS
 from pipeline.commands import lakehouse
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
-from tests.integration.test_bronze import _cli_env, drain_until_equal, run_workload
-from tests.integration.test_silver_gold import run_all
+from tests.support import cli_env, drain_until_equal, run_all, run_workload
 
 
 def scrape(port: int) -> dict[tuple, float]:
@@ -38,7 +37,7 @@ def test_metrics_move_when_data_flows(services, spark, db):
     settings = dataclasses.replace(services, metrics_port=services.metrics_port + 1)
     drain_until_equal(spark, services, db)
     run_all(spark, services)
-    server = subprocess.Popen(lakehouse("metrics"), env=_cli_env(settings))
+    server = subprocess.Popen(lakehouse("metrics"), env=cli_env(settings))
     try:
         deadline = time.monotonic() + 60
         while not port_open("127.0.0.1", settings.metrics_port):

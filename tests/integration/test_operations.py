@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
 import time
 from pathlib import Path
 
@@ -14,26 +13,24 @@ import pytest
 from bronze.job import BronzeJob
 from bronze.tables import CUSTOMER_MASTER, SALES_TRANSACTIONS
 from gold.tables import DAILY_SALES
-from lakehouse.layout import snapshot
 from lakehouse.locks import exclusive_writer
 from lakehouse.settings import ConfigurationError
 from operations import maintenance, savepoints
 from pipeline import verify
-from pipeline.commands import lakehouse
 from pipeline.tables import declared_tables, derived_tables
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
-from tests.integration.test_bronze import _cli_env, drain_until_equal, run_workload
-from tests.integration.test_silver_gold import assert_equals_full_rebuild, run_all, run_tables
+from tests.support import (
+    assert_equals_full_rebuild,
+    drain_until_equal,
+    rows,
+    run_all,
+    run_lakehouse,
+    run_tables,
+    run_workload,
+)
 
 GOLD = [t for t in derived_tables() if t.layer == "gold"]
 CUSTOMER_READERS = [t for t in derived_tables() if any(i.table is CUSTOMER_MASTER for i in t.inputs)]
-
-
-def rows(spark, settings, table) -> list:
-    """The table's rows, without Hudi's own columns, in a stable order."""
-    frame = snapshot(spark, table, settings)
-    data = frame.select(*[c for c in frame.columns if not c.startswith("_hoodie")])
-    return sorted(data.collect(), key=repr)
 
 
 def data_files(partition: Path) -> set[str]:
@@ -98,13 +95,7 @@ def test_maintenance_compacts_small_commits_and_cleans_old_versions(services, sp
     modes = [r.mode for r in run_tables(spark, services, CUSTOMER_READERS).values()]
     assert "full" not in modes, "a reader lost its checkpoint"
 
-    shown = subprocess.run(
-        lakehouse("tables", "--json", CUSTOMER_MASTER.qualified_name),
-        env=_cli_env(services),
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    shown = run_lakehouse(services, "tables", "--json", CUSTOMER_MASTER.qualified_name)
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert (
         json.loads(shown.stdout.strip().splitlines()[-1])
@@ -183,12 +174,6 @@ def test_a_restored_bronze_table_replays_kafka_and_its_readers_rebuild(services,
 
 def test_a_restore_while_a_writer_runs_is_refused(services):
     with exclusive_writer(services, "gold"):
-        refused = subprocess.run(
-            lakehouse("savepoint", "restore", "gold"),
-            env=_cli_env(services),
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        refused = run_lakehouse(services, "savepoint", "restore", "gold", timeout=120)
     assert refused.returncode == 4, refused.stderr
     assert f"the gold tables are being written by pid {os.getpid()}" in refused.stderr

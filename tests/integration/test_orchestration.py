@@ -18,8 +18,7 @@ from orchestration import assets, definitions, service
 from pipeline import verify
 from pipeline.tables import derived_tables
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
-from tests.integration.test_bronze import CDC_TABLES, drain_until_equal, run_workload
-from tests.integration.test_silver_gold import run_tables
+from tests.support import CDC_TABLES, drain_until_equal, run_tables, run_workload
 
 
 @pytest.fixture(scope="module")

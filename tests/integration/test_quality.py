@@ -15,8 +15,8 @@ from gold.tables import DAILY_SALES
 from ingestion.events import encode
 from ingestion.topics import INVENTORY_TOPIC, event_key
 from lakehouse import timeline
+from lakehouse.hudi import DELETED, snapshot, write
 from lakehouse.incremental import utc_now
-from lakehouse.layout import DELETED, snapshot, write
 from lakehouse.tables import quality_results_table
 from pipeline import cli
 from pipeline.commands import EXIT_QUALITY_GATE
@@ -27,8 +27,7 @@ from silver.tables import (
     SILVER_TABLES,
     UNIFIED_CUSTOMER_ORDERS,
 )
-from tests.integration.test_bronze import _cli_env, drain_until_equal
-from tests.integration.test_silver_gold import click, quarantined, run_tables, send_clicks
+from tests.support import cli_env, click, drain_until_equal, quarantined, run_tables, send_clicks
 
 ORDERS = UNIFIED_CUSTOMER_ORDERS
 FIRST_ORDER = 9_100_000  # far above the seeded and simulated order ids
@@ -243,7 +242,7 @@ def test_a_fail_tier_breach_commits_nothing_and_exits_non_zero(
     before = timeline.read(spark, path)
     rows_before = snapshot(spark, ORDERS, services).count()
 
-    for name, value in _cli_env(services).items():
+    for name, value in cli_env(services).items():
         monkeypatch.setenv(name, value)
     code = cli.main(["silver", "--table", ORDERS.name])
     error = capsys.readouterr().err

@@ -14,7 +14,7 @@ from infra import stack
 from ingestion import connector
 from ingestion.seed import copy_rows
 from ingestion.topics import cdc_topic
-from tests.integration.test_bronze import drain_until_equal
+from tests.support import drain_until_equal
 
 CONNECT_OFFSETS_TOPIC = "_connect_offsets"
 

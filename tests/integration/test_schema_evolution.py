@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import shutil
-import subprocess
 import threading
 from decimal import Decimal
 from pathlib import Path
@@ -22,11 +21,9 @@ from bronze.tables import PRODUCT_CATALOG
 from infra.native.process import wait_until
 from ingestion.topics import cdc_topic
 from lakehouse import catalog
-from lakehouse.layout import snapshot
+from lakehouse.hudi import snapshot
 from lakehouse.tables import DerivedTable, Input
-from pipeline.commands import lakehouse
-from tests.integration.test_bronze import ROOT, _cli_env, drain_until_equal
-from tests.integration.test_silver_gold import run_tables
+from tests.support import drain_until_equal, run_lakehouse, run_tables
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -107,13 +104,8 @@ def test_a_column_added_at_the_source_reaches_bronze_and_a_silver_table_that_sel
         assert set(weights.values()) == {250, 9000, None}
 
         # Analysts see it through the catalog, in a new process.
-        result = subprocess.run(
-            lakehouse("sql", "SELECT sum(weight_grams) AS total FROM bronze.hudi_product_catalog_bronze"),
-            cwd=ROOT,
-            env=_cli_env(services),
-            capture_output=True,
-            text=True,
-            timeout=300,
+        result = run_lakehouse(
+            services, "sql", "SELECT sum(weight_grams) AS total FROM bronze.hudi_product_catalog_bronze"
         )
         assert result.returncode == 0, result.stderr[-2000:]
         assert "9250" in [line.strip("| ") for line in result.stdout.splitlines()], result.stdout

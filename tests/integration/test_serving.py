@@ -21,18 +21,9 @@ from infra.native.thrift import NativeThriftServer
 from lakehouse.settings import ENV_FILE
 from pipeline.tables import derived_tables
 from serving import fastpath, history, jdbc
-from tests.integration.test_bronze import _cli_env, drain_until_equal, run_workload
-from tests.integration.test_silver_gold import run_all
+from tests.support import ROOT, cli_env, drain_until_equal, run_all, run_workload
 
 BIN = Path(sys.executable).parent
-ROOT = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def lakehouse(built):
-    """Silver and Gold built through updates and deletes at the source, with every quarantine
-    the notebooks show."""
-    return built
 
 
 def _normalized(value):
@@ -100,38 +91,37 @@ def _as_text(value) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(GOLD_QUERIES))
-def test_jdbc_clients_and_the_fast_path_answer_what_spark_sql_answers(lakehouse, spark, name, tmp_path):
+def test_jdbc_clients_and_the_fast_path_answer_what_spark_sql_answers(built, spark, name, tmp_path):
     sql = GOLD_QUERIES[name]
     expected = _spark_rows(spark, sql)
     assert expected, f"{name} returned no rows: the test would prove nothing"
 
-    with jdbc.connect(lakehouse) as connection:
+    with jdbc.connect(built) as connection:
         cursor = connection.cursor()
         cursor.execute(sql)
         assert _rows(cursor.fetchall()) == expected
 
-    answered = _beeline(lakehouse, sql, tmp_path / "password")
+    answered = _beeline(built, sql, tmp_path / "password")
     assert answered == sorted([_as_text(v) for v in row] for row in expected)
 
     assert (
-        _rows(tuple(r.values()) for r in fastpath.query(lakehouse.warehouse, sql).table.to_pylist())
-        == expected
+        _rows(tuple(r.values()) for r in fastpath.query(built.warehouse, sql).table.to_pylist()) == expected
     )
 
 
 @pytest.mark.parametrize(
     "table", [t for d in derived_tables() for t in (d, d.quarantine)], ids=lambda t: t.name
 )
-def test_the_fast_path_reads_every_silver_and_gold_table_exactly(lakehouse, spark, table):
+def test_the_fast_path_reads_every_silver_and_gold_table_exactly(built, spark, table):
     sql = f"SELECT * FROM {table.qualified_name}"
     if not spark.catalog.tableExists(table.qualified_name):
         # A quarantine exists from the first row its gates keep out; until then both paths
         # must agree that there is no table, the fast path without a partial answer.
         with pytest.raises(fastpath.QueryError, match=table.qualified_name):
-            fastpath.query(lakehouse.warehouse, sql)
+            fastpath.query(built.warehouse, sql)
         return
     frame = spark.sql(sql)
-    fast = fastpath.query(lakehouse.warehouse, sql).table
+    fast = fastpath.query(built.warehouse, sql).table
     assert sorted(fast.column_names) == sorted(frame.columns)
     columns = sorted(frame.columns)
     assert _rows(tuple(r[c] for c in columns) for r in fast.to_pylist()) == _rows(
@@ -139,16 +129,16 @@ def test_the_fast_path_reads_every_silver_and_gold_table_exactly(lakehouse, spar
     )
 
 
-def test_time_travel_and_history_show_gold_as_of_a_past_commit(lakehouse, spark, db):
+def test_time_travel_and_history_show_gold_as_of_a_past_commit(built, spark, db):
     table = "gold.hudi_daily_sales_gold"
     totals = f"SELECT count(*), sum(total_sales_amount), sum(units_sold) FROM {table}"
     before = _spark_rows(spark, totals)
-    commits_before = history.history(lakehouse.warehouse, table)
+    commits_before = history.history(built.warehouse, table)
 
     run_workload(db, steps=60, seed=901)
-    drain_until_equal(spark, lakehouse, db)
-    run_all(spark, lakehouse)
-    commits = history.history(lakehouse.warehouse, table)
+    drain_until_equal(spark, built, db)
+    run_all(spark, built)
+    commits = history.history(built.warehouse, table)
     assert commits[: len(commits_before)] == commits_before
     latest, past = commits[-1], commits_before[-1]
     assert latest.completed > past.completed and latest.rows_written > 0
@@ -156,7 +146,7 @@ def test_time_travel_and_history_show_gold_as_of_a_past_commit(lakehouse, spark,
 
     as_of = f"{totals} TIMESTAMP AS OF '{past.completed}'"
     assert _spark_rows(spark, as_of) == before
-    with jdbc.connect(lakehouse) as connection:
+    with jdbc.connect(built) as connection:
         cursor = connection.cursor()
         cursor.execute(as_of)
         assert _rows(cursor.fetchall()) == before
@@ -170,7 +160,7 @@ def test_time_travel_and_history_show_gold_as_of_a_past_commit(lakehouse, spark,
         [str(BIN / "lakehouse"), "history", table],
         capture_output=True,
         text=True,
-        env=_cli_env(lakehouse),
+        env=cli_env(built),
         timeout=60,
     )
     assert printed.returncode == 0, printed.stderr
@@ -182,34 +172,34 @@ def _lakehouse_query(settings, sql: str) -> subprocess.CompletedProcess:
         [str(BIN / "lakehouse"), "query", sql],
         capture_output=True,
         text=True,
-        env=_cli_env(settings),
+        env=cli_env(settings),
         timeout=60,
     )
 
 
-def test_lakehouse_query_prints_rows_and_names_what_is_wrong(lakehouse):
-    answered = _lakehouse_query(lakehouse, "SELECT count(*) AS n FROM gold.hudi_customer_segments_gold")
+def test_lakehouse_query_prints_rows_and_names_what_is_wrong(built):
+    answered = _lakehouse_query(built, "SELECT count(*) AS n FROM gold.hudi_customer_segments_gold")
     assert answered.returncode == 0, answered.stderr
     assert "| n " in answered.stdout and "1 row" in answered.stdout
 
-    unknown = _lakehouse_query(lakehouse, "SELECT * FROM gold.hudi_no_such_gold")
+    unknown = _lakehouse_query(built, "SELECT * FROM gold.hudi_no_such_gold")
     assert unknown.returncode == 1
     assert unknown.stderr.strip().splitlines() == [
         f"error: unknown table gold.hudi_no_such_gold: no Hudi table at "
-        f"{lakehouse.warehouse}/gold/hudi_no_such_gold (tables: "
-        f"{', '.join(fastpath.existing_tables(lakehouse.warehouse))})"
+        f"{built.warehouse}/gold/hudi_no_such_gold (tables: "
+        f"{', '.join(fastpath.existing_tables(built.warehouse))})"
     ]
 
-    syntax = _lakehouse_query(lakehouse, "SELEC count(*) FROM gold.hudi_daily_sales_gold")
+    syntax = _lakehouse_query(built, "SELEC count(*) FROM gold.hudi_daily_sales_gold")
     assert syntax.returncode == 1
     assert len(syntax.stderr.strip().splitlines()) == 1
     assert syntax.stderr.startswith("error: query failed: SQL error: ParserError")
 
 
-def test_a_jdbc_server_that_is_down_is_named_in_one_line(lakehouse):
+def test_a_jdbc_server_that_is_down_is_named_in_one_line(built):
     import dataclasses
 
-    nowhere = dataclasses.replace(lakehouse, thrift_port=9)
+    nowhere = dataclasses.replace(built, thrift_port=9)
     with pytest.raises(
         jdbc.ServerDown,
         match=r"^the JDBC server at localhost:9 does not answer: "
@@ -218,21 +208,21 @@ def test_a_jdbc_server_that_is_down_is_named_in_one_line(lakehouse):
         jdbc.connect(nowhere)
 
 
-def test_the_jdbc_server_signs_in_only_the_analyst_account(lakehouse):
+def test_the_jdbc_server_signs_in_only_the_analyst_account(built):
     for user, password in (
-        (lakehouse.analyst_user, "wrong"),
-        ("root", lakehouse.analyst_password),
-        (lakehouse.analyst_user, ""),
+        (built.analyst_user, "wrong"),
+        ("root", built.analyst_password),
+        (built.analyst_user, ""),
     ):
         with pytest.raises(
             jdbc.SignInRefused,
             match=(
-                rf"^the JDBC server at localhost:{lakehouse.thrift_port} refused user '{user}' "
+                rf"^the JDBC server at localhost:{built.thrift_port} refused user '{user}' "
                 r"and its password: the analyst account is ANALYST_USER / ANALYST_PASSWORD in "
                 r"\.env"
             ),
         ):
-            jdbc.connect(lakehouse, user=user, password=password)
+            jdbc.connect(built, user=user, password=password)
 
 
 GOLD = "gold.hudi_daily_sales_gold"
@@ -273,10 +263,10 @@ REFUSED = {
 @pytest.mark.skipif(
     os.geteuid() != 0, reason="started by anyone but root, the server runs as whoever started it"
 )
-def test_the_jdbc_server_runs_as_an_account_that_reads_the_warehouse_and_no_secret(lakehouse):
+def test_the_jdbc_server_runs_as_an_account_that_reads_the_warehouse_and_no_secret(built):
     """If a statement ever got past the guard, it would act as this account."""
-    account = pwd.getpwnam(lakehouse.thrift_os_user)
-    status = Path(f"/proc/{NativeThriftServer(lakehouse).process.pid}/status").read_text()
+    account = pwd.getpwnam(built.thrift_os_user)
+    status = Path(f"/proc/{NativeThriftServer(built).process.pid}/status").read_text()
     assert re.search(rf"^Uid:\s+{account.pw_uid}\s", status, re.M) and account.pw_uid != 0
 
     def may(test: str, path: Path) -> bool:
@@ -284,19 +274,19 @@ def test_the_jdbc_server_runs_as_an_account_that_reads_the_warehouse_and_no_secr
             subprocess.run(["runuser", "-u", account.pw_name, "--", "test", test, str(path)]).returncode == 0
         )
 
-    gold_table = Path(lakehouse.warehouse) / "gold" / "hudi_daily_sales_gold"
+    gold_table = Path(built.warehouse) / "gold" / "hudi_daily_sales_gold"
     assert may("-r", gold_table / ".hoodie" / "hoodie.properties")
     assert not may("-w", gold_table)
-    for secret in (ENV_FILE.resolve(), NativePostgres(lakehouse).data / "PG_VERSION"):
+    for secret in (ENV_FILE.resolve(), NativePostgres(built).data / "PG_VERSION"):
         assert secret.exists() and not may("-r", secret), secret
 
 
 @pytest.mark.parametrize("name", sorted(REFUSED))
-def test_the_jdbc_server_refuses_whatever_does_more_than_read(lakehouse, spark, name):
+def test_the_jdbc_server_refuses_whatever_does_more_than_read(built, spark, name):
     statement, message = REFUSED[name]
     totals = f"SELECT count(*), sum(total_sales_amount) FROM {GOLD}"
     before = _spark_rows(spark, totals)
-    with jdbc.connect(lakehouse) as connection:
+    with jdbc.connect(built) as connection:
         cursor = connection.cursor()
         with pytest.raises(Exception) as refused:
             cursor.execute(statement)
@@ -306,8 +296,8 @@ def test_the_jdbc_server_refuses_whatever_does_more_than_read(lakehouse, spark, 
         assert _rows(cursor.fetchall()) == before
 
 
-def test_the_jdbc_server_answers_what_reads_the_catalog(lakehouse):
-    with jdbc.connect(lakehouse) as connection:
+def test_the_jdbc_server_answers_what_reads_the_catalog(built):
+    with jdbc.connect(built) as connection:
         cursor = connection.cursor()
         cursor.execute("SHOW TABLES IN gold")
         assert "hudi_daily_sales_gold" in {row[1] for row in cursor.fetchall()}
@@ -323,7 +313,7 @@ def test_the_jdbc_server_answers_what_reads_the_catalog(lakehouse):
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.stem)
-def test_every_notebook_runs_top_to_bottom_against_the_stack(lakehouse, path):
+def test_every_notebook_runs_top_to_bottom_against_the_stack(built, path):
     import nbformat
     from nbclient import NotebookClient
 
@@ -332,4 +322,4 @@ def test_every_notebook_runs_top_to_bottom_against_the_stack(lakehouse, path):
     # A failing cell raises CellExecutionError with the cell and its traceback.
     NotebookClient(
         book, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}
-    ).execute(env={**os.environ, **lakehouse.environment()})
+    ).execute(env={**os.environ, **built.environment()})

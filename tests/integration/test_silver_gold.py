@@ -3,62 +3,29 @@ between groups, late dimensions, out-of-order events and a kill -9 mid-write."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import time
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
-from pathlib import Path
-
-from kafka import KafkaProducer
 
 from gold.tables import DAILY_SALES
 from infra.native.process import BackgroundProcess, group_alive, tail
-from ingestion.events import EventStreams, encode
-from ingestion.topics import CLICKSTREAM_TOPIC, event_key
+from ingestion.events import EventStreams
 from lakehouse import domain
-from lakehouse.catalog import exists
-from lakehouse.incremental import Runner, RunReport, utc_now
-from lakehouse.layout import snapshot
-from pipeline import verify
+from lakehouse.hudi import snapshot
+from lakehouse.incremental import Runner
 from pipeline.commands import lakehouse
-from pipeline.tables import derived_tables
 from serving import fastpath
 from silver.tables import CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
-from tests.integration.test_bronze import _cli_env, drain_until_equal, run_workload
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def run_tables(spark, settings, tables=None, clock=utc_now) -> dict[str, RunReport]:
-    """Runs `tables` (all, in layer order, by default) and records their validation
-    results, as `lakehouse run` does."""
-    runner = Runner(spark, settings, clock)
-    try:
-        return {table.name: runner.run(table) for table in tables or derived_tables()}
-    finally:
-        runner.record_results()
-
-
-def run_all(spark, settings) -> dict[str, str]:
-    return {name: report.mode for name, report in run_tables(spark, settings).items()}
-
-
-def assert_equals_full_rebuild(spark, settings, tables=None) -> None:
-    """Every row a full rebuild computes is in the table or in its quarantine, once."""
-    verdicts = [verify.derived_against_rebuild(spark, settings, t) for t in tables or derived_tables()]
-    assert all(v.equal for v in verdicts), "\n".join(v.line() for v in verdicts)
-
-
-def quarantined(spark, settings, table=UNIFIED_CUSTOMER_ORDERS) -> dict[tuple, tuple[list[str], str]]:
-    """The table's quarantine: key -> (rules broken, held back or quarantined)."""
-    if not exists(spark, table.quarantine.path(settings)):
-        return {}
-    return {
-        tuple(r[k] for k in table.record_key): (list(r.quarantine_rules), r.quarantine_status)
-        for r in snapshot(spark, table.quarantine, settings).collect()
-    }
+from tests.support import (
+    assert_equals_full_rebuild,
+    click,
+    drain_until_equal,
+    kill_mid_write,
+    quarantined,
+    run_all,
+    run_workload,
+    send_clicks,
+)
 
 
 def lines_bad_at_source(db) -> set[tuple]:
@@ -74,26 +41,6 @@ def lines_bad_at_source(db) -> set[tuple]:
             (list(domain.ORDER_STATUSES),),
         ).fetchall()
     )
-
-
-def click(session_id: str, event_type: str, ts: datetime, n: int) -> dict:
-    return {
-        "event_id": f"{session_id}-{n}",
-        "session_id": session_id,
-        "customer_id": None,
-        "event_type": event_type,
-        "page_url": "/",
-        "product_id": None,
-        "search_query": None,
-        "device": "mobile",
-        "event_ts": ts,
-    }
-
-
-def send_clicks(producer: KafkaProducer, events: list[dict]) -> None:
-    for event in events:
-        producer.send(CLICKSTREAM_TOPIC, key=event_key(CLICKSTREAM_TOPIC, event), value=encode(event))
-    producer.flush()
 
 
 def test_incremental_runs_equal_a_full_rebuild(services, spark, db, producer):
@@ -232,34 +179,12 @@ def test_gold_follows_deletes_region_moves_and_late_customers(services, spark, d
     assert_equals_full_rebuild(spark, services)
 
 
-def _uncommitted_commit(table_path: str) -> bool:
-    timeline = Path(table_path) / ".hoodie" / "timeline"
-    completed = {p.name.split("_")[0] for p in timeline.glob("*_*.commit")}
-    # A COPY_ON_WRITE commit is in flight as `<instant>.inflight` (Hudi's older naming).
-    return any(p.name.split(".")[0] not in completed for p in timeline.glob("*.inflight"))
-
-
 def test_kill_minus_nine_during_a_silver_write_neither_loses_nor_double_counts(services, spark, db):
     drain_until_equal(spark, services, db)
     run_all(spark, services)
     run_workload(db, steps=150, seed=401)
     drain_until_equal(spark, services, db)
-    path = UNIFIED_CUSTOMER_ORDERS.path(services)
-    job = subprocess.Popen(
-        lakehouse("silver", "--table", UNIFIED_CUSTOMER_ORDERS.name),
-        cwd=ROOT,
-        env=_cli_env(services),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 240
-    while not _uncommitted_commit(path):
-        assert job.poll() is None, "the silver run finished before it could be killed"
-        assert time.monotonic() < deadline, "the silver run never started a commit"
-        time.sleep(0.2)
-    os.killpg(job.pid, signal.SIGKILL)
-    job.wait()
+    kill_mid_write(services, UNIFIED_CUSTOMER_ORDERS, "silver", "--table", UNIFIED_CUSTOMER_ORDERS.name)
 
     reports = run_all(spark, services)
     assert reports[UNIFIED_CUSTOMER_ORDERS.name] == "incremental"

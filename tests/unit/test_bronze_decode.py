@@ -17,79 +17,20 @@ from bronze.tables import (
     SALES_TRANSACTIONS,
     WEB_CLICKSTREAMS,
 )
-from tests.bad_input import kafka_key
+from tests import bad_input
+from tests.bad_input import SOURCE, kafka_key
 
-SALE = {
-    "order_id": 7,
-    "line_item_id": 2,
-    "customer_id": 3,
-    "product_id": 4,
-    "quantity": 2,
-    "unit_price": "19.99",
-    "discount": "0.10",
-    "channel": "web",
-    "store_id": None,
-    "status": "pending",
-    "transaction_ts": "2026-06-01T23:59:59.123456Z",
-    "updated_ts": "2026-06-02T00:00:01Z",
-}
-CUSTOMER = {
-    "customer_id": 3,
-    "first_name": "Ada",
-    "last_name": "Lovelace",
-    "email": "ada@example.com",
-    "phone": None,
-    "birth_date": -56,
-    "city": "London",
-    "state": "ENG",
-    "country": "GB",
-    "region": "europe",
-    "loyalty_tier": "gold",
-    "created_at": "2026-01-01T00:00:00Z",
-    "updated_ts": "2026-01-01T00:00:00Z",
-}
-PRODUCT = {
-    "product_id": 4,
-    "sku": "SKU-4",
-    "name": "Kettle",
-    "description": None,
-    "category": "home_kitchen",
-    "brand": "Casa",
-    "unit_price": "1234567890.12",
-    "active": True,
-    "updated_ts": "2026-01-01T00:00:00Z",
-}
-CLICK = {
-    "event_id": "e-1",
-    "session_id": "s-1",
-    "customer_id": None,
-    "event_type": "page_view",
-    "page_url": "/",
-    "product_id": None,
-    "search_query": None,
-    "device": "mobile",
-    "event_ts": "2026-06-01T10:00:00.5Z",
-}
-STOCK = {
-    "sku": "SKU-4",
-    "location_id": "WH-1",
-    "quantity_on_hand": 40,
-    "change_qty": -2,
-    "reason": "sale",
-    "update_ts": "2026-06-01T10:00:00Z",
-}
+# The hostile corpus's valid rows, with the keys these tests name in their Kafka keys and
+# assertions, and a price that takes all twelve digits of decimal(12,2).
+SALE = dict(bad_input.SALE, order_id=7, line_item_id=2)
+CUSTOMER = dict(bad_input.CUSTOMER, customer_id=3)
+PRODUCT = dict(bad_input.PRODUCT, product_id=4, sku="SKU-4", unit_price="1234567890.12")
+CLICK = dict(bad_input.CLICK, event_id="e-1", session_id="s-1")
+STOCK = dict(bad_input.STOCK, sku="SKU-4", location_id="WH-1")
 
 
-def envelope(op, before=None, after=None, lsn=1000):
-    return json.dumps(
-        {
-            "before": before,
-            "after": after,
-            "op": op,
-            "source": {"lsn": lsn, "ts_ms": 1780000000000},
-            "ts_ms": 1780000000001,
-        }
-    )
+def envelope(op, before=None, after=None, lsn=SOURCE["lsn"]):
+    return bad_input.envelope(op, before, after, source=dict(SOURCE, lsn=lsn))
 
 
 def _bytes(text):

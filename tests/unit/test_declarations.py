@@ -136,28 +136,34 @@ def test_a_continuous_pass_runs_the_chain_to_a_table_with_a_freshness_target_bet
     assert continuous_pass(untimed) == untimed
 
 
-def test_a_derived_table_must_read_inputs_that_keep_a_change_log():
-    without_log = dataclasses.replace(SALES_TRANSACTIONS, change_log=False)
-    with pytest.raises(ValueError, match="need change_log=True"):
+@pytest.mark.parametrize(
+    "source, transform, refusal",
+    [
+        pytest.param(
+            dataclasses.replace(SALES_TRANSACTIONS, change_log=False),
+            "unified_customer_orders",
+            "need change_log=True",
+            id="input-without-change-log",
+        ),
+        pytest.param(
+            SALES_TRANSACTIONS,
+            "missing",
+            r"transform .*silver/transforms/missing.sql does not exist",
+            id="missing-transform",
+        ),
+    ],
+)
+def test_a_derived_table_reads_inputs_that_keep_a_change_log_through_an_existing_transform(
+    source, transform, refusal
+):
+    with pytest.raises(ValueError, match=refusal):
         DerivedTable(
             name="t",
             layer="silver",
             record_key=("order_id",),
             ordering=("x",),
-            inputs=(Input(without_log, "sales"),),
-            transform="unified_customer_orders",
-        )
-
-
-def test_a_derived_table_names_an_existing_transform():
-    with pytest.raises(ValueError, match=r"transform .*silver/transforms/missing.sql does not exist"):
-        DerivedTable(
-            name="t",
-            layer="silver",
-            record_key=("order_id",),
-            ordering=("x",),
-            inputs=(Input(SALES_TRANSACTIONS, "sales"),),
-            transform="missing",
+            inputs=(Input(source, "sales"),),
+            transform=transform,
         )
 
 
