@@ -35,6 +35,7 @@ from ingestion.database import connect
 from ingestion.seed import SeedSize, copy_rows, sales
 from ingestion.simulate import SimulationPlan, simulate
 from ingestion.topics import messages_in
+from lakehouse import hudi
 from lakehouse.settings import Settings
 from pipeline.commands import lakehouse
 
@@ -167,8 +168,7 @@ def _samples(
     """(total, waiting for a batch, writing it) in seconds, for each row changed since `since`."""
     changed_at = "_source_ts" if table.envelope == "debezium" else table.ordering[0]
     rows = (
-        spark.read.format("hudi")
-        .load(table.path(settings))
+        hudi.read(spark, table.path(settings))
         .where(F.col(changed_at) >= F.lit(since))
         .select("_hoodie_commit_time", F.col(changed_at).alias("changed_at"), "_ingested_at")
         .collect()

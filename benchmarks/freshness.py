@@ -45,6 +45,7 @@ from infra.native.process import BackgroundProcess
 from infra.workers import WORKERS
 from ingestion.database import connect
 from ingestion.simulate import SimulationPlan, simulate
+from lakehouse import hudi
 from lakehouse.incremental import Runner
 from lakehouse.settings import Settings
 from pipeline.commands import lakehouse
@@ -127,9 +128,9 @@ def _write_probes(settings: Settings, count: int, spacing: float, report) -> Non
 
 def _probe_latencies(spark: SparkSession, settings: Settings) -> list[dict]:
     """Per probe: seconds from its Postgres commit to the commit that wrote it in each layer."""
-    bronze = spark.read.format("hudi").load(SALES_TRANSACTIONS.path(settings))
-    silver = spark.read.format("hudi").load(UNIFIED_CUSTOMER_ORDERS.path(settings))
-    gold = spark.read.format("hudi").load(DAILY_SALES.path(settings))
+    bronze = hudi.read(spark, SALES_TRANSACTIONS.path(settings))
+    silver = hudi.read(spark, UNIFIED_CUSTOMER_ORDERS.path(settings))
+    gold = hudi.read(spark, DAILY_SALES.path(settings))
     probes = (
         bronze.where(F.col("order_id") >= PROBE_ORDERS)
         .select("order_id", "_source_ts", F.col("_hoodie_commit_time").alias("bronze"))

@@ -29,8 +29,9 @@ from pyspark.sql import functions as F
 from benchmarks.report import header
 from bronze.decode import lineage_columns
 from bronze.tables import SALES_TRANSACTIONS
+from lakehouse import hudi
 from lakehouse.files import storage
-from lakehouse.layout import with_partition_field
+from lakehouse.partitions import with_partition_field
 from lakehouse.settings import Settings
 from lakehouse.tables import Partitioning, Table, hudi_options
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
@@ -181,10 +182,11 @@ def _one_table(
     result["change_commit_seconds"] = round(
         write_lines(sales_lines(spark, lines - changed, changed, commits + 2, 30), table, options, path), 1
     )
-    snapshot = lambda: spark.read.format("hudi").load(path)  # noqa: E731
-    result["full_read_seconds"] = round(_timed(lambda: snapshot().count()), 2)
+    result["full_read_seconds"] = round(_timed(lambda: hudi.read(spark, path).count()), 2)
     month = F.date_format(F.add_months(F.current_date(), -6), "yyyy-MM")
-    result["month_read_seconds"] = round(_timed(lambda: _month(snapshot(), table, month).count()), 2)
+    result["month_read_seconds"] = round(
+        _timed(lambda: _month(hudi.read(spark, path), table, month).count()), 2
+    )
     return result | _files(path)
 
 
@@ -227,7 +229,7 @@ def measure(spark: SparkSession, settings: Settings, sizes: list[int], commits: 
             shutil.rmtree(path, ignore_errors=True)
             options = hudi_options(table, settings) | extra
             seconds = write_lines(sales_lines(spark, 0, lines, 1, DAYS), table, options, path)
-            read = _timed(lambda: spark.read.format("hudi").load(path).count())
+            read = _timed(lambda: hudi.read(spark, path).count())
             found = {
                 "layer": table.layer,
                 "variant": variant,

@@ -28,7 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import MapType, StringType, StructField, StructType
 
 from bronze.tables import DEBEZIUM, BronzeTable
-from lakehouse.layout import partition_value, with_partition_field
+from lakehouse.partitions import partition_value, with_partition_field
 from lakehouse.settings import Settings
 
 CDC_OPS = ("c", "r", "u", "d")

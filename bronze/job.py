@@ -28,7 +28,7 @@ from bronze.decode import IMAGE_FIELDS, Plausible, classify, lineage_columns, sp
 from bronze.schema import SchemaChange, SourceColumn, reconcile, source_columns, unexplained_fields
 from bronze.tables import BRONZE_TABLES, DEBEZIUM, BronzeTable
 from ingestion import database
-from lakehouse import catalog, layout
+from lakehouse import catalog, hudi, layout
 from lakehouse.settings import Settings
 
 # How long a continuously streamed table whose batch was refused waits before trying again.
@@ -108,9 +108,9 @@ class Landing:
             row_count = messages - bad_count
             rows, quarantined = split(classified, table)
             if row_count:
-                layout.write(rows, table, self.settings, "upsert")
+                hudi.write(rows, table, self.settings, "upsert")
             if bad_count:
-                layout.write(quarantined, table.quarantine, self.settings, "upsert")
+                hudi.write(quarantined, table.quarantine, self.settings, "upsert")
             return messages, row_count, bad_count
         finally:
             classified.unpersist()
@@ -155,7 +155,7 @@ class Landing:
                     )
                 )
             reason = next((line for line in str(error).splitlines() if line.strip()), "")
-            layout.write(unlandable(part, reason[:500]), self.declared.quarantine, self.settings, "upsert")
+            hudi.write(unlandable(part, reason[:500]), self.declared.quarantine, self.settings, "upsert")
             return 1, 0, 1
 
     def _as_landed(self, source: dict[str, SourceColumn] | None) -> BronzeTable:
@@ -177,7 +177,7 @@ def carried_columns(spark: SparkSession, table: BronzeTable, settings: Settings)
     if not catalog.exists(spark, table.path(settings)):
         return {}
     known = {*table.columns, *lineage_columns(table)}
-    schema = spark.read.format("hudi").load(table.path(settings)).schema
+    schema = hudi.read(spark, table.path(settings)).schema
     return {
         f.name: f.dataType.simpleString()
         for f in schema

@@ -23,10 +23,10 @@ That is harmless: recomputing a key from a newer snapshot gives the newer truth,
 commits' changes are read again, and recomputed again, by the next run.
 """
 
-# Why one module, for now: the runner's steps (read changes, validate, keep out, write,
-# reconcile) share its caches and report, and are read top to bottom as one algorithm.
-# Issue 31 moves the Hudi read primitives and the report formatting beside it into modules
-# of their own, together with the rest of the core's split.
+# Why one module: the runner's steps (read changes, validate, keep out, write, reconcile)
+# share its caches and report, and are read top to bottom as one algorithm. What they build
+# on lives apart: Hudi reads and writes (lakehouse/hudi.py), the changeset a run commits
+# (lakehouse/changeset.py) and what a run reports (lakehouse/reports.py).
 
 from __future__ import annotations
 
@@ -34,17 +34,18 @@ import dataclasses
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import reduce
 
 from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 
-from lakehouse import catalog, layout, quality, rules, timeline
-from lakehouse.layout import DELETED, snapshot, with_partition_field, within
+from lakehouse import catalog, hudi, layout, quality, rules, timeline
+from lakehouse.changeset import changeset
+from lakehouse.hudi import DELETED, changed_images, snapshot
+from lakehouse.partitions import within
+from lakehouse.reports import RESULTS_SCHEMA, Reconciliation, RunReport
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Input, quality_results_table
 
@@ -55,113 +56,6 @@ class IncrementalError(RuntimeError):
 
 class UnreadableChanges(Exception):
     """Hudi could not read an input's change log for the range a run needs."""
-
-
-@dataclass(frozen=True)
-class Reconciliation:
-    """Where a promotion's input rows (the output keys it recomputed) went."""
-
-    rows_in: int
-    promoted: int
-    quarantined: int
-    held_back: int
-    removed: int
-
-    def line(self) -> str:
-        return (
-            f"{self.rows_in} in = {self.promoted} promoted + {self.quarantined} quarantined + "
-            f"{self.held_back} held back + {self.removed} removed at the source"
-        )
-
-
-@dataclass(frozen=True)
-class RunReport:
-    table: str
-    mode: str  # "incremental", "full" or "idle"
-    changes_read: int = 0
-    upserted: int = 0
-    deleted: int = 0
-    seconds: float = 0.0
-    note: str = ""
-    reconciliation: Reconciliation | None = None
-    breaches: tuple[str, ...] = ()  # warn- and quarantine-tier rules the batch broke
-
-    def as_dict(self) -> dict:
-        """The report as `lakehouse silver --json` prints it."""
-        report = dataclasses.asdict(self)
-        report["seconds"] = round(self.seconds, 3)
-        return report
-
-    def line(self) -> str:
-        if self.mode == "idle":
-            text = f"{self.table:<40} no new input; nothing committed ({self.seconds:.1f} s)"
-            return f"{text}  ({self.note})" if self.note else text
-        what = "incremental" if self.mode == "incremental" else "full refresh"
-        text = (
-            f"{self.table:<40} {what:<12} {self.changes_read:>9} changes read  "
-            f"{self.upserted:>9} upserted  {self.deleted:>7} deleted  {self.seconds:6.1f} s"
-        )
-        lines = [f"{text}  ({self.note})" if self.note else text]
-        if self.reconciliation:
-            lines.append(f"    reconciled: {self.reconciliation.line()}")
-        lines += [f"    {breach}" for breach in self.breaches]
-        return "\n".join(lines)
-
-
-def changed_images(
-    spark: SparkSession,
-    table,
-    settings: Settings,
-    start: str,
-    end: str,
-    columns: T.StructType,
-    reads: tuple[str, ...] | None = None,
-) -> DataFrame:
-    """Before- and after-images of the rows changed in (start, end], one row per image;
-    with `reads`, of the rows inserted, deleted, or updated in one of those columns.
-
-    The CDC log stores images as JSON in Avro's encoding: timestamps as epoch microseconds,
-    dates as epoch days, and (in Hudi 1.2) decimals as an unusable object. Images are only
-    used to find keys, never values, so decimals are left out and the rest converted back
-    (an update of a decimal column that `reads` names therefore always counts).
-    """
-    as_read = T.StructType(
-        [
-            T.StructField(
-                f.name,
-                T.LongType()
-                if isinstance(f.dataType, T.TimestampType)
-                else T.IntegerType()
-                if isinstance(f.dataType, T.DateType)
-                else f.dataType,
-            )
-            for f in columns
-            if not isinstance(f.dataType, T.DecimalType)
-        ]
-    )
-    restored = [
-        F.timestamp_micros(F.col(f"image.{f.name}")).alias(f.name)
-        if isinstance(f.dataType, T.TimestampType)
-        else F.date_from_unix_date(F.col(f"image.{f.name}")).alias(f.name)
-        if isinstance(f.dataType, T.DateType)
-        else F.col(f"image.{f.name}")
-        for f in columns
-        if not isinstance(f.dataType, T.DecimalType)
-    ]
-    log = spark.sql(
-        "SELECT op, before, after FROM hudi_table_changes(?, 'cdc', ?, ?)",
-        args=[table.path(settings), start, end],
-    )
-    if reads and all(name in as_read.names for name in reads):
-        watched = T.StructType([as_read[name] for name in reads])
-        unchanged = F.from_json("before", watched).eqNullSafe(F.from_json("after", watched))
-        log = log.where((F.col("op") != "u") | ~unchanged)
-    # A delete's missing after-image comes as SQL NULL or as the JSON text "null", which
-    # would parse into a row of nulls.
-    images = log.select(F.explode(F.array("before", "after")).alias("json")).where(
-        "json IS NOT NULL AND trim(json) <> 'null'"
-    )
-    return images.select(F.from_json("json", as_read).alias("image")).select(restored)
 
 
 def affected_rows(spark: SparkSession, table: DerivedTable, source: Input, changed: DataFrame) -> DataFrame:
@@ -185,7 +79,7 @@ def write(
 ) -> None:
     """One Hudi commit of a derived table, with the checkpoint that moves with it and the
     fingerprint of the transform that computed it (commit metadata)."""
-    layout.write(
+    hudi.write(
         frame,
         table,
         settings,
@@ -232,24 +126,6 @@ def _rebuild_reason(inputs: dict[str, timeline.Timeline], consumed: dict[str, st
     return None
 
 
-RESULTS_SCHEMA = T.StructType(
-    [
-        T.StructField("run_id", T.StringType()),
-        T.StructField("table_name", T.StringType()),
-        T.StructField("rule", T.StringType()),
-        T.StructField("tier", T.StringType()),
-        T.StructField("input_instants", T.StringType()),
-        T.StructField("full_refresh", T.BooleanType()),
-        T.StructField("success", T.BooleanType()),
-        T.StructField("rows_checked", T.LongType()),
-        T.StructField("unexpected_count", T.LongType()),
-        T.StructField("sample_values", T.StringType()),
-        T.StructField("validated_at", T.TimestampType()),
-        T.StructField("validated_date", T.DateType()),
-    ]
-)
-
-
 def utc_now() -> datetime:
     """Naive UTC, as Spark hands timestamps to Python (lakehouse/spark.py sets the zone)."""
     return datetime.now(UTC).replace(tzinfo=None)
@@ -259,7 +135,6 @@ class Runner:
     def __init__(self, spark: SparkSession, settings: Settings, clock: Callable[[], datetime] = utc_now):
         """`clock` is the "now" that rules such as "not in the future" compare with."""
         self.spark, self.settings, self.clock = spark, settings, clock
-        self._gate: quality.Gate | None = None
         self._results: dict[str, list[tuple]] = {}
 
     def run(self, table: DerivedTable, full_refresh: bool = False) -> RunReport:
@@ -312,16 +187,13 @@ class Runner:
             relaid = layout.ensure(self.spark, self.settings, results)
             if relaid:
                 print(relaid, flush=True)
-            layout.write(self.spark.createDataFrame(rows, RESULTS_SCHEMA), results, self.settings, "insert")
+            hudi.write(self.spark.createDataFrame(rows, RESULTS_SCHEMA), results, self.settings, "insert")
         self._results.clear()
 
     @property
     def gate(self) -> quality.Gate:
-        if self._gate is None:
-            self._gate = quality.Gate(
-                self.spark, self.settings.quality_dir, self.settings.quality_in_memory_rows
-            )
-        return self._gate
+        settings = self.settings
+        return quality.Gate.shared(self.spark, settings.quality_dir, settings.quality_in_memory_rows)
 
     def _snapshots(self, table: DerivedTable) -> dict[str, DataFrame]:
         return {i.alias: snapshot(self.spark, i.table, self.settings) for i in table.inputs}
@@ -408,7 +280,7 @@ class Runner:
         kept_out = kept_out.persist()
         try:
             if kept_out.take(1):
-                layout.write(kept_out, quarantine, self.settings, "upsert")
+                hudi.write(kept_out, quarantine, self.settings, "upsert")
         finally:
             kept_out.unpersist()
 
@@ -600,31 +472,16 @@ class Runner:
         }
         recomputed = cache(self._transform(table, pruned_views).join(affected, keys, "left_semi"))
         verdict = self._validate(table, recomputed, ends, full_refresh=False)
-        kept_out = verdict.quarantined.select(keys)
-        current = self._current(table, scope).join(affected, keys, "left_semi").select(recomputed.columns)
-
-        upserts = (
-            recomputed.join(kept_out, keys, "left_anti").exceptAll(current).withColumn(DELETED, F.lit(False))
-        )
-        # A row is missing where the transform no longer produces its key in its partition:
-        # gone, or moved to another partition, whose copy the (not global) index cannot see.
-        placed = list(dict.fromkeys(keys + ([table.partition_field] if table.partition_field else [])))
-
-        def placements(frame: DataFrame) -> DataFrame:
-            return with_partition_field(frame, table).select(placed)
-
-        missing = with_partition_field(current, table).join(placements(recomputed), placed, "left_anti")
+        held = self._current(table, scope).join(affected, keys, "left_semi")
+        changes = changeset(table, recomputed, held, verdict.quarantined.select(keys))
         if any(column not in keys for column in scope):
             # A row missing from the pruned inputs may have moved out of the affected values
             # in an input commit newer than this run's end (snapshots can be newer). Only the
             # whole inputs can tell, so the few delete candidates are looked up there.
-            missing = cache(missing)
+            missing = cache(changes.missing)
             if missing.count():
-                missing = missing.join(
-                    placements(transform.join(missing.select(keys), keys, "left_semi")), placed, "left_anti"
-                )
-        deletes = missing.select(current.columns).unionByName(current.join(kept_out, keys, "left_semi"))
-        batch = cache(upserts.unionByName(deletes.withColumn(DELETED, F.lit(True))))
+                changes = changes.still_produced(transform.join(missing.select(keys), keys, "left_semi"))
+        batch = cache(changes.batch())
         upserted, deleted = batch.agg(F.count_if(~F.col(DELETED)), F.count_if(F.col(DELETED))).first()
         rows_in = affected.select(keys).distinct()
         # The quarantine first: a crash before the table's commit leaves the checkpoint

@@ -1,6 +1,5 @@
-"""A table's files as its declaration lays them out: the partition value each row is written
-under, the filters that let Hudi skip partitions, and the one-time rewrite of a table that an
-earlier release (or an earlier declaration) laid out otherwise.
+"""A table's files as its declaration lays them out, and the one-time rewrite of a table that
+an earlier release (or an earlier declaration) laid out otherwise.
 
 The layout is what a table's files cannot change once written: the column Hudi partitions
 by, the index, and the bucket count (the bucket index finds a key's file group by hashing
@@ -15,70 +14,17 @@ from __future__ import annotations
 import json
 import time
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakehouse import catalog, timeline
+from lakehouse.hudi import DELETED, snapshot, write
 from lakehouse.settings import ConfigurationError, Settings
-from lakehouse.tables import LAYOUT_KEY, Layout, Partitioning, Table, hudi_options
+from lakehouse.tables import LAYOUT_KEY, Layout, Table
 
-DELETED = "_hoodie_is_deleted"
 # Suffixes of the two folders beside a table while it is rewritten: the copy in the new
 # layout, and the old files once the copy has taken the table's place.
 STAGED, RETIRED = ".relayout", ".retired"
-
-
-def partition_value(partitioning: Partitioning, column: Column) -> Column:
-    """The value Hudi partitions a row by, from the value of the partitioning's column."""
-    return F.date_format(column, "yyyy-MM") if partitioning.by == "month" else column
-
-
-def with_partition_field(frame: DataFrame, table: Table) -> DataFrame:
-    """`frame` with the derived column the table is partitioned by, if it has one."""
-    partitioning = table.partitioning
-    if not (partitioning and partitioning.derives_field):
-        return frame
-    return frame.withColumn(partitioning.field, partition_value(partitioning, F.col(partitioning.column)))
-
-
-def within(frame: DataFrame, table: Table, column: str, values: list) -> DataFrame:
-    """Rows of `table` whose `column` holds one of `values`. The values are literals, so Hudi
-    prunes partitions by them, and for a table partitioned by a column derived from theirs
-    (their month, or a copy) its values are added as a filter of their own (Spark folds
-    them into literals too)."""
-    kind = frame.schema[column].dataType
-    literals = [F.lit(v).cast(kind) for v in values]
-    kept = frame.where(F.col(column).isin(literals))
-    partitioning = table.partitioning
-    if partitioning and partitioning.column == column and partitioning.derives_field:
-        kept = kept.where(
-            F.col(partitioning.field).isin([partition_value(partitioning, literal) for literal in literals])
-        )
-    return kept
-
-
-def snapshot(spark: SparkSession, table: Table, settings: Settings) -> DataFrame:
-    """The table's current rows, without Hudi's bookkeeping columns."""
-    frame = spark.read.format("hudi").load(table.path(settings))
-    return frame.select([c for c in frame.columns if not c.startswith("_hoodie_")])
-
-
-def write(
-    frame: DataFrame,
-    table: Table,
-    settings: Settings,
-    operation: str,
-    metadata: dict[str, str] | None = None,
-    path: str | None = None,
-) -> None:
-    """One Hudi commit of `frame` into `table` (at `path`, when not the table's own), with
-    `metadata` added to the commit's (its keys start with `_`, Hudi's prefix for them)."""
-    options = hudi_options(table, settings) | {"hoodie.datasource.write.operation": operation}
-    with_partition_field(frame, table).write.format("hudi").options(**options, **(metadata or {})).mode(
-        "append"
-    ).save(path or table.path(settings))
-    if path is None:
-        catalog.ensure_registered(frame.sparkSession, settings, table)
 
 
 def stored(spark: SparkSession, path: str, declared: Layout) -> Layout:

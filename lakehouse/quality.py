@@ -2,6 +2,10 @@
 Great Expectations, and says which rows to promote, which to keep out and why.
 """
 
+# Why one module: it is the project's one adapter around Great Expectations (the GX project,
+# its suites and checkpoints, and GX's results turned back into outcomes); nothing else
+# imports GX, and the rules it runs are plain data in lakehouse/rules.py.
+
 from __future__ import annotations
 
 import json
@@ -130,6 +134,9 @@ def _key_first(row: dict, keys: tuple[str, ...]) -> dict:
     }
 
 
+_GATES: dict[tuple, Gate] = {}
+
+
 class Gate:
     """Validates batches with GX, in a file-backed GX project whose validation results feed
     the Data Docs site.
@@ -147,7 +154,7 @@ class Gate:
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
         logging.getLogger("great_expectations").setLevel(logging.WARNING)
-        self.spark, self._gx, self._suites, self._checkpoints = spark, gx, {}, {}
+        self.spark, self._gx = spark, gx
         self.context = gx.get_context(mode="file", project_root_dir=str(quality_dir))
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         self.context.variables.save()
@@ -166,34 +173,52 @@ class Gate:
         (self.context.update_data_docs_site if self.SITE in sites else self.context.add_data_docs_site)(
             self.SITE, site
         )
+        self._declare_sources()
+        self.quality_dir, self.in_memory_rows = quality_dir, in_memory_rows
+
+    @classmethod
+    def shared(cls, spark: SparkSession, quality_dir: Path, in_memory_rows: int) -> Gate:
+        """The process's gate for this session and project: opening a GX project takes
+        6.5 s on two cores, which every new Runner paid before its first batch."""
+        key = (spark, str(quality_dir), in_memory_rows)
+        if key not in _GATES:
+            _GATES[key] = cls(spark, quality_dir, in_memory_rows)
+        return _GATES[key]
+
+    def _declare_sources(self) -> None:
+        """(Re)declares the two engines' data sources, which drops every asset on them, and
+        forgets every suite and checkpoint declared on them."""
         self.sources = {
             # persist=False: GX must not cache each batch DataFrame for the life of the session.
             "spark": self.context.data_sources.add_or_update_spark(name="spark", persist=False),
             "pandas": self.context.data_sources.add_or_update_pandas(name="pandas"),
         }
-        self.quality_dir, self.in_memory_rows = quality_dir, in_memory_rows
+        self._suites: dict[tuple, object] = {}
+        self._checkpoints: dict[tuple, object] = {}
 
     def _checkpoint(self, name: str, rules: tuple[Rule, ...], keys: tuple[str, ...], engine: str):
-        if (name, engine) not in self._checkpoints:
+        # Keyed by the rules too: a shared gate outlives runs, and a table declared anew in the
+        # same process (a test's scratch table) must not be checked by its old suite.
+        declared = (name, repr(rules))
+        if (declared, engine) not in self._checkpoints:
             gx = self._gx
-            if name not in self._suites:  # one suite for both engines
-                self._suites[name] = self.context.suites.add_or_update(
+            if declared not in self._suites:  # one suite for both engines
+                self._suites[declared] = self.context.suites.add_or_update(
                     gx.ExpectationSuite(
                         name=name, expectations=[e for r in rules for e in self._expectations(r)]
                     )
                 )
-            suite = self._suites[name]
-            batches = (
-                self.sources[engine]
-                .add_dataframe_asset(name=name)
-                .add_batch_definition_whole_dataframe("batch")
-            )
+            suite = self._suites[declared]
+            source = self.sources[engine]
+            if name in source.get_asset_names():
+                source.delete_asset(name)
+            batches = source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe("batch")
             validation = self.context.validation_definitions.add_or_update(
                 gx.ValidationDefinition(name=f"{name} ({engine})", data=batches, suite=suite)
             )
             from great_expectations.checkpoint import UpdateDataDocsAction
 
-            self._checkpoints[name, engine] = self.context.checkpoints.add_or_update(
+            self._checkpoints[declared, engine] = self.context.checkpoints.add_or_update(
                 gx.Checkpoint(
                     name=f"{name} ({engine})",
                     validation_definitions=[validation],
@@ -208,7 +233,7 @@ class Gate:
                     },
                 )
             )
-        return self._checkpoints[name, engine]
+        return self._checkpoints[declared, engine]
 
     def _expectations(self, rule: Rule) -> list:
         """The rule's GX expectation, and a null check beside it where the rule fails nulls;
@@ -242,10 +267,22 @@ class Gate:
         batch = batch.withColumns({dict(r.arguments)["column"]: _problems(r) for r in rules if r.computed})
         rows = batch.count()
         engine = engine or ("pandas" if rows <= self.in_memory_rows else "spark")
-        result = self._checkpoint(name, rules, keys, engine).run(
-            batch_parameters={"dataframe": _in_memory(batch) if engine == "pandas" else batch},
-            expectation_parameters=expectation_parameters(rules, now),
-        )
+        from great_expectations.exceptions.resource_freshness import ResourceFreshnessAggregateError
+
+        def run():
+            return self._checkpoint(name, rules, keys, engine).run(
+                batch_parameters={"dataframe": _in_memory(batch) if engine == "pandas" else batch},
+                expectation_parameters=expectation_parameters(rules, now),
+            )
+
+        try:
+            result = run()
+        except ResourceFreshnessAggregateError:
+            # Another process (a scheduled asset, a `lakehouse` command) declared the same
+            # suite in the shared GX project since this gate did, and GX refuses a copy that
+            # differs from the stored one: declare everything again, then validate.
+            self._declare_sources()
+            result = run()
         by_name = {r.name: r for r in rules}
         outcomes: dict[str, Outcome] = {}
         for validation in result.run_results.values():

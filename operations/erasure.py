@@ -33,9 +33,8 @@ from pyspark.sql import functions as F
 from bronze.job import BronzeJob
 from bronze.tables import BRONZE_TABLES, BronzeTable
 from ingestion import database
-from lakehouse import catalog, timeline
+from lakehouse import catalog, hudi, timeline
 from lakehouse.incremental import Runner
-from lakehouse.layout import write
 from lakehouse.settings import ERASER, ConfigurationError, Settings
 from lakehouse.tables import Table, quality_results_table
 from operations import maintenance, redaction, savepoints
@@ -85,7 +84,7 @@ def personal_table(subject: str) -> BronzeTable:
 
 
 def _stored_rows(spark: SparkSession, table: Table, settings: Settings) -> DataFrame:
-    frame = spark.read.format("hudi").load(table.path(settings))
+    frame = hudi.read(spark, table.path(settings))
     return frame.select([c for c in frame.columns if c not in HUDI_META_COLUMNS])
 
 
@@ -105,11 +104,8 @@ def _in_history(spark: SparkSession, settings: Settings, table: BronzeTable, ids
     if not catalog.exists(spark, path):
         return []
     subject, columns = personal.subject, list(personal.searched)
-    current = spark.read.format("hudi").load(path).where(F.col(subject).isin(ids)).select(subject, *columns)
-    changes = spark.sql(
-        "SELECT before, after FROM hudi_table_changes(?, 'cdc', ?)",
-        args=[path, timeline.read(spark, path, checkpoint=False).readable_since],
-    )
+    current = hudi.read(spark, path).where(F.col(subject).isin(ids)).select(subject, *columns)
+    changes = hudi.change_log(spark, path, timeline.read(spark, path, checkpoint=False).readable_since)
     images = (
         changes.select(F.explode(F.array("before", "after")).alias("json"))
         .select(
@@ -167,10 +163,7 @@ def _land(
         BronzeJob(spark, settings, (table,)).drain()
         rows = {
             r[subject]: r.asDict()
-            for r in spark.read.format("hudi")
-            .load(table.path(settings))
-            .where(F.col(subject).isin(ids))
-            .collect()
+            for r in hudi.read(spark, table.path(settings)).where(F.col(subject).isin(ids)).collect()
         }
         if all(
             all(
@@ -207,7 +200,7 @@ def _holding_personal_columns(spark: SparkSession, settings: Settings, source: B
         t
         for t in derived_tables()
         if catalog.exists(spark, t.path(settings))
-        and personal & set(spark.read.format("hudi").load(t.path(settings)).columns)
+        and personal & set(hudi.read(spark, t.path(settings)).columns)
     ]
     return [source, *derived]
 
@@ -238,7 +231,7 @@ def _rewrite(spark: SparkSession, settings: Settings, table: Table) -> None:
     change log holds the current values on both sides."""
     if table.table_type == "MERGE_ON_READ":
         maintenance.compact(spark, settings, table)
-    write(_stored_rows(spark, table, settings), table, settings, "upsert")
+    hudi.write(_stored_rows(spark, table, settings), table, settings, "upsert")
     if table.table_type == "MERGE_ON_READ":
         maintenance.compact(spark, settings, table)
 
@@ -278,7 +271,7 @@ def _redact_side_tables(
             values,
         ).cache()
         if count := rows.count():
-            write(rows, side_table, settings, "upsert")
+            hudi.write(rows, side_table, settings, "upsert")
             redacted[side_table.qualified_name] = count
         rows.unpersist()
     return redacted

@@ -24,8 +24,8 @@ from pyspark.sql import functions as F
 from bronze.decode import Plausible, classify, split
 from bronze.tables import DEBEZIUM, KAFKA_POSITION, BronzeTable
 from lakehouse.catalog import exists
+from lakehouse.hudi import snapshot
 from lakehouse.incremental import Runner
-from lakehouse.layout import snapshot
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable
 
@@ -72,7 +72,7 @@ def postgres_rows(db: psycopg.Connection, table: BronzeTable) -> list[tuple]:
 
 
 def bronze_rows(spark: SparkSession, settings: Settings, table: BronzeTable) -> list[tuple]:
-    frame = spark.read.format("hudi").load(table.path(settings))
+    frame = snapshot(spark, table, settings)
     columns = [
         F.date_format(name, "yyyy-MM-dd HH:mm:ss.SSSSSS").alias(name)
         if kind == "timestamp"
