@@ -2,16 +2,12 @@
 
 A layer declares each of its tables once (bronze/tables.py, ...); paths, Hudi write options,
 quarantine tables and catalog entries are all derived from that declaration here, so nobody
-retypes an options dict.
-
-It is one module on purpose, for now: a declaration and the options derived from it are
-read together. Issue 31 (the core as a library) is where it splits, with the CLI and the
-runner.
+retypes an options dict. It imports no PySpark: the JVM-free paths (`lakehouse query`,
+the dashboard) find a table's files through the same declarations.
 """
 
 # Why one module: the declaration classes and `hudi_options` are one contract (every field a
-# table declares and the Hudi setting it becomes); issue 31 moves the declarations to a
-# PySpark-free module, which is when this one splits.
+# table declares and the Hudi setting it becomes), read side by side when a field is added.
 
 from __future__ import annotations
 
@@ -158,10 +154,14 @@ class Input:
     by, and how a change to one of its rows picks the output rows to recompute.
 
     `affects` is a SELECT over the view `changed` (the before- and after-image of every
-    changed input row) and the input views, returning the output's affected columns (its
-    key, plus the output column of any `prune`). Without it the changed rows' own values of
-    those columns are used, which fits any input that carries the output's key: a line's
-    old and new (date, category, region) for a daily aggregate.
+    changed input row), the input views and the view `output` (every row the table holds,
+    promoted or kept out), returning the output's affected columns (its key, plus the output
+    column of any `prune`). Without it the changed rows' own values of those columns are
+    used, which fits any input that carries the output's key: a line's old and new (date,
+    category, region) for a daily aggregate. Joining `output` rather than an input finds
+    the rows that reference a changed row in the table's own narrow files instead of a wide
+    input's whole snapshot: every input row consumed so far is there, and any newer one is
+    the next run's change.
 
     `prune = (input_column, output_column)` says that output rows with output_column = v
     are computed from this input's rows with input_column = v only (a sales line of day v

@@ -18,6 +18,9 @@ and each Silver and Gold table with its quarantine equals a full rebuild.
 `benchmarks/results/chaos.{json,md}`; the integration test runs a short one.
 """
 
+# Why one module: the matrix is one experiment (the workload, the victims, the supervisor that
+# restarts them, and the final proof); its parts share the run's clock, seed and report.
+
 from __future__ import annotations
 
 import argparse

@@ -8,6 +8,9 @@ by message through the decoder (tests/unit/test_bad_input.py) and all at once th
 Kafka and the streaming job (tests/integration/test_bad_input.py).
 """
 
+# Why one module: the corpus is data, one case per hostile message; its length is the number
+# of ways a message can be wrong, and one file keeps it reviewable as one list.
+
 from __future__ import annotations
 
 import json

@@ -1,6 +1,10 @@
 """What analysts use: the shared catalog, the JDBC server (beeline and a Python DB-API client),
 the JVM-free `lakehouse query`, `lakehouse history` and time travel, against the real stack."""
 
+# Why one module: the tests of what analysts use share the clients they drive (beeline, the
+# DB-API connection, `lakehouse query`) and their helpers; each test is short and reads the
+# session's built warehouse.
+
 from __future__ import annotations
 
 import csv

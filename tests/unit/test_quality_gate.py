@@ -32,3 +32,17 @@ def test_a_table_declared_anew_is_checked_by_its_new_rules(spark, tmp_path):
     assert _channel_failures(gate, batch, (rules.in_set("channel", ("store", "web")),)) == 1
     assert quality.Gate.shared(spark, tmp_path / "quality", 1_000) is gate
     assert _channel_failures(gate, batch, (rules.in_set("channel", ("web", "fax")),)) == 0
+
+
+def test_data_docs_are_built_once_for_the_validations_since_the_last_build(spark, tmp_path):
+    batch = spark.createDataFrame([(1, "web"), (2, "fax")], "id long, channel string")
+    gate = quality.Gate(spark, tmp_path / "quality", in_memory_rows=1_000)
+    declared = (rules.in_set("channel", ("store", "web")),)
+    for _ in range(2):
+        _channel_failures(gate, batch, declared)
+    site = quality.docs_dir(tmp_path / "quality")
+    assert not (site / "index.html").exists()
+    gate.publish()
+    pages = sorted(site.glob("validations/channels/*/*/*.html"))
+    assert len(pages) == 2
+    assert "channels" in (site / "index.html").read_text()
