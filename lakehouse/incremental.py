@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -49,9 +48,6 @@ from lakehouse.partitions import within
 from lakehouse.reports import RESULTS_SCHEMA, Reconciliation, RunReport
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Input, quality_results_table
-
-# The view an input's `affects` query reads the table's own rows by (lakehouse.tables.Input).
-OUTPUT_VIEW = "output"
 
 
 class IncrementalError(RuntimeError):
@@ -409,8 +405,6 @@ class Runner:
         self, table: DerivedTable, pending: list[Input], consumed: dict[str, str], ends: dict[str, str], cache
     ) -> tuple[int, DataFrame]:
         changes_read, affected = 0, []
-        if any(re.search(rf"\b{OUTPUT_VIEW}\b", source.affects or "") for source in pending):
-            self._held(table).createOrReplaceTempView(OUTPUT_VIEW)
         for source in pending:
             columns = self.spark.table(source.alias).schema
             changed = cache(
@@ -443,18 +437,6 @@ class Runner:
             affected.append(found if count else found.where(F.lit(False)))
         affected += self._due_for_recheck(table)
         return changes_read, cache(reduce(DataFrame.unionByName, affected).distinct())
-
-    def _held(self, table: DerivedTable) -> DataFrame:
-        """Every row the table holds, promoted or kept out: every input row it has consumed
-        that still exists at the source is in one of the two (the reconciliation sees to it)."""
-        held = snapshot(self.spark, table, self.settings)
-        quarantine = table.quarantine
-        if catalog.exists(self.spark, quarantine.path(self.settings)):
-            kept_out = snapshot(self.spark, quarantine, self.settings)
-            # The transform's columns: each side adds its own (a partition field, reasons).
-            columns = [c for c in held.columns if c in kept_out.columns]
-            held = held.select(columns).unionByName(kept_out.select(columns))
-        return held
 
     def _due_for_recheck(self, table: DerivedTable) -> list[DataFrame]:
         """Quarantined rows that broke a rule reading the clock ("not in the future"): time

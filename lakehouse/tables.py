@@ -154,14 +154,10 @@ class Input:
     by, and how a change to one of its rows picks the output rows to recompute.
 
     `affects` is a SELECT over the view `changed` (the before- and after-image of every
-    changed input row), the input views and the view `output` (every row the table holds,
-    promoted or kept out), returning the output's affected columns (its key, plus the output
-    column of any `prune`). Without it the changed rows' own values of those columns are
-    used, which fits any input that carries the output's key: a line's old and new (date,
-    category, region) for a daily aggregate. Joining `output` rather than an input finds
-    the rows that reference a changed row in the table's own narrow files instead of a wide
-    input's whole snapshot: every input row consumed so far is there, and any newer one is
-    the next run's change.
+    changed input row) and the input views, returning the output's affected columns (its
+    key, plus the output column of any `prune`). Without it the changed rows' own values of
+    those columns are used, which fits any input that carries the output's key: a line's
+    old and new (date, category, region) for a daily aggregate.
 
     `prune = (input_column, output_column)` says that output rows with output_column = v
     are computed from this input's rows with input_column = v only (a sales line of day v

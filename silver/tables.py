@@ -42,25 +42,23 @@ UNIFIED_CUSTOMER_ORDERS = DerivedTable(
             SELECT order_id, line_item_id, dt AS order_date FROM changed""",
         ),
         # A customer or product change reaches every line that references it, including
-        # lines held back until now for want of it (`output` holds both, and is the table's
-        # own narrow files, not Bronze sales' whole snapshot); only changes of the attributes
-        # a line carries count (a new e-mail address or a price correction leaves lines as
-        # they were).
+        # lines held back until now for want of it; only changes of the attributes a line
+        # carries count (a new e-mail address or a price correction leaves lines as they were).
         Input(
             CUSTOMER_MASTER,
             "customers",
             reads=("region", "country", "loyalty_tier"),
             affects="""
-            SELECT o.order_id, o.line_item_id, o.order_date FROM output o
-            JOIN changed c ON c.customer_id = o.customer_id""",
+            SELECT s.order_id, s.line_item_id, s.dt AS order_date FROM sales s
+            JOIN changed c ON c.customer_id = s.customer_id""",
         ),
         Input(
             PRODUCT_CATALOG,
             "products",
             reads=("sku", "name", "category", "brand"),
             affects="""
-            SELECT o.order_id, o.line_item_id, o.order_date FROM output o
-            JOIN changed p ON p.product_id = o.product_id""",
+            SELECT s.order_id, s.line_item_id, s.dt AS order_date FROM sales s
+            JOIN changed p ON p.product_id = s.product_id""",
         ),
     ),
     transform="unified_customer_orders",
