@@ -7,6 +7,9 @@ here. A reader that cannot answer raises `Unavailable` with one line saying why,
 page shows in place of the panel.
 """
 
+# Why one module: every reader the dashboard has answers with the same `Unavailable` contract,
+# and the page imports them as one source of data; split, each would restate it.
+
 from __future__ import annotations
 
 import json

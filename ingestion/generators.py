@@ -4,6 +4,9 @@ Every function takes a `random.Random`, so a seed fixes the data set. Money is D
 timestamps are timezone-aware UTC datetimes.
 """
 
+# Why one module: the generators share one seeded `random.Random` and the domain's value
+# lists; one file keeps a seed's whole data set readable in one place.
+
 from __future__ import annotations
 
 import random

@@ -5,6 +5,9 @@ by the seed and the database's state at start (keys are picked from the id range
 then); timestamps are the wall clock, because this is a live source.
 """
 
+# Why one module: the workload is one state machine over the id ranges it found at start; its
+# operations read and update that state, so they stay beside it.
+
 from __future__ import annotations
 
 import random

@@ -22,6 +22,9 @@ The quarantine and quality-result tables are redacted (operations/redaction.py) 
 cleaned the same way, and so are the Great Expectations results and Data Docs pages.
 """
 
+# Why one module: erasure is one procedure (source, every layer, side tables, old file
+# versions) whose steps run in order under the same writer locks and report.
+
 from __future__ import annotations
 
 import time

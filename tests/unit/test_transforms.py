@@ -1,5 +1,8 @@
 """Each Silver and Gold transform on a few rows: the SQL alone, no Hudi and no runner."""
 
+# Why one module: the transforms' tests share the builders of Bronze rows; one test per case
+# of each Silver and Gold transform, read together as the transforms' specification.
+
 from __future__ import annotations
 
 from datetime import date, datetime
