@@ -41,11 +41,10 @@ def product_row(spark, settings, product_id: int, table=PRODUCT_CATALOG):
     return snapshot(spark, table, settings).where(f"product_id = {product_id}").first()
 
 
-def wait_for_change(topic_reader, product_id: int) -> None:
+def wait_for_change(reader, product_id: int) -> None:
     """Returns once Debezium has published a change of the product (so a drain sees it).
-    It publishes in WAL order, so behind whatever is still queued: the bulk loads of the
-    module before this one take it a minute or more."""
-    reader = topic_reader(cdc_topic("product_catalog"))
+    `reader` reads the topic from where it stood before the change was made: opened after,
+    it would miss a change Debezium published within milliseconds."""
     reader.read_until(
         lambda messages: any(
             isinstance(value, dict) and (value.get("after") or {}).get("product_id") == product_id
@@ -84,6 +83,7 @@ def test_a_column_added_at_the_source_reaches_bronze_and_a_silver_table_that_sel
             "SELECT product_id FROM retail.product_catalog ORDER BY product_id LIMIT 3"
         ).fetchall()
     ]
+    changes = topic_reader(cdc_topic("product_catalog"))
     try:
         db.execute("ALTER TABLE retail.product_catalog ADD COLUMN weight_grams integer")
         db.execute(
@@ -94,7 +94,7 @@ def test_a_column_added_at_the_source_reaches_bronze_and_a_silver_table_that_sel
             "UPDATE retail.product_catalog SET weight_grams = 9000, updated_ts = now() WHERE product_id = %s",
             (heavy,),
         )
-        wait_for_change(topic_reader, heavy)
+        wait_for_change(changes, heavy)
         # No restart, no rewrite: the next batch carries the column, old rows read null.
         drain_until_equal(spark, services, db, tables=(PRODUCT_CATALOG,))
         weights = {
@@ -141,6 +141,7 @@ def test_a_dropped_column_stops_bronze_until_the_declaration_drops_it_and_nothin
     product, price = db.execute(
         "SELECT product_id, unit_price FROM retail.product_catalog ORDER BY product_id LIMIT 1"
     ).fetchone()
+    changes = topic_reader(cdc_topic("product_catalog"))
     try:
         db.execute("ALTER TABLE retail.product_catalog DROP COLUMN description")
         db.execute(
@@ -148,7 +149,7 @@ def test_a_dropped_column_stops_bronze_until_the_declaration_drops_it_and_nothin
             " WHERE product_id = %s",
             (product,),
         )
-        wait_for_change(topic_reader, product)
+        wait_for_change(changes, product)
         for _ in range(2):  # the batch is still there for a second try: nothing moved on
             with pytest.raises(BronzeError) as stopped:
                 BronzeJob(spark, services, (PRODUCT_CATALOG,)).drain()
@@ -189,6 +190,7 @@ def test_a_retype_the_declaration_cannot_hold_stops_bronze_until_it_is_reverted(
     monkeypatch.setattr(bronze_job, "REFUSED_RETRY_SECONDS", 2)
     said: list[str] = []
     streaming = None
+    changes = topic_reader(cdc_topic("product_catalog"))
     try:
         db.execute("ALTER TABLE retail.product_catalog ALTER COLUMN unit_price TYPE numeric(14,4)")
         db.execute(
@@ -196,7 +198,7 @@ def test_a_retype_the_declaration_cannot_hold_stops_bronze_until_it_is_reverted(
             " updated_ts = now() WHERE product_id = %s",
             (product,),
         )
-        wait_for_change(topic_reader, product)
+        wait_for_change(changes, product)
         with pytest.raises(
             BronzeError,
             match=r"column unit_price changed type to numeric\(14,4\), "
