@@ -64,7 +64,7 @@ notebooks: install env ## open JupyterLab on notebooks/ with the project's envir
 test: install env ## unit and integration tests (starts the native services when needed)
 	$(VENV)/bin/pytest -q --durations=15 -m "not long"
 
-test-long: install env ## the long integration tests: the fault matrix (one kill per part), the cluster pass, bulk loads across a killed and a stopped Connect (~14 min)
+test-long: install env ## the long integration tests: the fault matrix (one kill per part), kill -9 of a Bronze and a Silver write, the cluster pass, Connect stopped, bulk loads across a killed and a stopped Connect (~17 min)
 	$(VENV)/bin/pytest -q --durations=5 -m long
 
 lint: install ## style checks: ruff (lint and layout) over the Python, sqlfluff over the transforms' SQL

@@ -7,7 +7,9 @@ to Postgres (new orders, status changes, price corrections, customer moves, dele
 and four events per transaction to the two event topics; once Debezium has published them,
 `lakehouse run` runs as its own process, JVM start included, and its output says where the
 time went: the Bronze drain, each Silver and Gold table, and the rest (starting Python and
-the JVM, the catalog, the quality results commit).
+the JVM, the catalog, the quality results commit). Last, what the warehouse holds on
+storage against its source: the data files of every table, and Bronze sales plus Silver
+unified orders against Postgres' `sales_transactions` with its indexes.
 """
 
 from __future__ import annotations
@@ -19,11 +21,15 @@ import time
 
 from benchmarks.bronze import BENCH_SEED, BenchmarkError
 from benchmarks.report import header
+from bronze.tables import SALES_TRANSACTIONS
 from ingestion.database import connect
 from ingestion.simulate import SimulationPlan, simulate
 from ingestion.topics import messages_in, source_topics
+from lakehouse.files import listed
 from lakehouse.settings import Settings
 from pipeline.commands import lakehouse
+from pipeline.tables import main_tables
+from silver.tables import UNIFIED_CUSTOMER_ORDERS
 
 TRANSACTIONS_PER_SECOND = 20
 EVENTS_PER_TRANSACTION = 4  # as in `make up`: 5 transactions and 20 events a second
@@ -84,6 +90,27 @@ def _simulate(settings: Settings, transactions: int) -> dict[str, int]:
     return dict(simulate(settings, plan, report=lambda line: None))
 
 
+def _storage(settings: Settings) -> dict:
+    """Data files and bytes of every table, and the sales pair against its Postgres source."""
+    with connect(settings) as conn:
+        source = conn.execute("SELECT pg_total_relation_size('retail.sales_transactions')").fetchone()[0]
+    tables = {}
+    for table in main_tables():
+        if found := listed(table.path(settings)):
+            tables[table.qualified_name] = {
+                "files": found.files,
+                "bytes": found.bytes,
+                "partitions": found.partitions,
+            }
+    sales = sum(tables[t.qualified_name]["bytes"] for t in (SALES_TRANSACTIONS, UNIFIED_CUSTOMER_ORDERS))
+    return {
+        "postgres_sales_bytes": source,
+        "sales_tables_bytes": sales,
+        "sales_ratio": round(sales / source, 2),
+        "tables": tables,
+    }
+
+
 def measure(settings: Settings, changes: int, report=print) -> dict:
     with connect(settings) as conn:
         lines = conn.execute("SELECT count(*) FROM retail.sales_transactions").fetchone()[0]
@@ -105,6 +132,13 @@ def measure(settings: Settings, changes: int, report=print) -> dict:
         f"other {incremental['other_seconds']} s, "
         + ", ".join(f"{name} {t['seconds']} s" for name, t in incremental["tables"].items())
     )
+    stored = _storage(settings)
+    report(
+        f"  Bronze sales + Silver unified orders {stored['sales_tables_bytes'] / 2**20:.1f} MiB, "
+        f"{stored['sales_ratio']}x Postgres' sales_transactions "
+        f"({stored['postgres_sales_bytes'] / 2**20:.1f} MiB); at most "
+        f"{max(t['files'] for t in stored['tables'].values())} data files in a table"
+    )
     return {
         "sales_lines": lines,
         "transactions": changes,
@@ -112,6 +146,7 @@ def measure(settings: Settings, changes: int, report=print) -> dict:
         "change_events": events,
         "first_pass": first,
         "incremental": incremental,
+        "storage": stored,
     }
 
 
@@ -142,4 +177,19 @@ def markdown(results: dict) -> str:
         f"| the rest: Python and JVM start, catalog, quality results "
         f"| {first['other_seconds']} | {run['other_seconds']} |"
     )
+    stored = results["storage"]
+    lines += [
+        "",
+        f"On storage after both runs: Bronze sales and Silver unified orders hold "
+        f"{stored['sales_tables_bytes'] / 2**20:.2f} MiB of data files, "
+        f"**{stored['sales_ratio']}x** Postgres' `sales_transactions` with its indexes "
+        f"({stored['postgres_sales_bytes'] / 2**20:.2f} MiB).",
+        "",
+        "| table | data files | MiB | partitions |",
+        "|---|---:|---:|---:|",
+        *(
+            f"| {name} | {t['files']} | {t['bytes'] / 2**20:.2f} | {t['partitions']} |"
+            for name, t in stored["tables"].items()
+        ),
+    ]
     return "\n".join(lines) + "\n"

@@ -148,9 +148,11 @@ JSON_DEFECT = "retailmax_json_defect"
 
 def _json_defects(messages: DataFrame) -> Column:
     """Why each `raw_value` is not exactly one JSON object, or null."""
-    messages.sparkSession.udf.registerJavaFunction(
-        JSON_DEFECT, "org.retailmax.bronze.JsonDefect", StringType()
-    )
+    session = messages.sparkSession
+    # Once per session (each stream runs in a session of its own): registering again
+    # replaces the function and logs a warning on every batch.
+    if not session.catalog.functionExists(JSON_DEFECT):
+        session.udf.registerJavaFunction(JSON_DEFECT, "org.retailmax.bronze.JsonDefect", StringType())
     return F.call_udf(JSON_DEFECT, F.col("raw_value"))
 
 

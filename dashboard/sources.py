@@ -19,8 +19,6 @@ from pathlib import Path
 
 import pandas as pd
 import psycopg
-import pyarrow
-import pyarrow.fs
 import requests
 from hudi import HudiTable
 
@@ -31,7 +29,7 @@ from dashboard.panels import SALES_COLUMNS, TableState
 from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
 from infra import stack, workers
 from infra.native.process import port_open
-from lakehouse.files import Storage, storage
+from lakehouse.files import listed
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Table, quality_results_table
 from lakehouse.timeline import CONSUMED_KEY
@@ -161,7 +159,7 @@ def table_states(settings: Settings) -> list[TableState]:
                         table.name,
                         _latest(completions[table.name]),
                         lag_known=False,
-                        storage=table_storage(settings, table),
+                        storage=listed(table.path(settings)),
                     )
                 )
                 continue
@@ -173,7 +171,7 @@ def table_states(settings: Settings) -> list[TableState]:
                     _latest(completions[table.name]),
                     oldest_waiting=oldest,
                     waiting=waiting,
-                    storage=table_storage(settings, table),
+                    storage=listed(table.path(settings)),
                 )
             )
     for table in derived_tables():
@@ -190,22 +188,10 @@ def table_states(settings: Settings) -> list[TableState]:
                 table.name,
                 _latest(completions[table.name]),
                 oldest_waiting=instant_time(min(waiting)) if waiting else None,
-                storage=table_storage(settings, table),
+                storage=listed(table.path(settings)),
             )
         )
     return states
-
-
-def table_storage(settings: Settings, table: Table) -> Storage | None:
-    """The table's data files, listed through pyarrow's file systems (local and S3); None
-    for a table not written yet or storage pyarrow cannot list."""
-    try:
-        filesystem, root = pyarrow.fs.FileSystem.from_uri(table.path(settings))
-        found = filesystem.get_file_info(pyarrow.fs.FileSelector(root, recursive=True, allow_not_found=True))
-    except (OSError, pyarrow.ArrowException):
-        return None
-    listing = [(info.path[len(root) :], info.size) for info in found if info.type == pyarrow.fs.FileType.File]
-    return storage(listing) if listing else None
 
 
 @contextmanager

@@ -1,7 +1,7 @@
 """What a table's data files add up to on storage, from a listing of them: how many, how
 large, and in how many partitions. One pure function, fed by Hadoop's listing where a JVM
-runs (`lakehouse tables`) and by pyarrow's where none does (the dashboard and the metrics),
-so a small-file problem shows the same numbers everywhere.
+runs (`lakehouse tables`) and by pyarrow's where none does (`listed`: the dashboard, the
+metrics and the benchmarks), so a small-file problem shows the same numbers everywhere.
 """
 
 from __future__ import annotations
@@ -48,3 +48,19 @@ def storage(listing: list[tuple[str, int]]) -> Storage:
         bytes=sum(size for _, size in data),
         partitions=len({path.rpartition("/")[0] for path, _ in data}),
     )
+
+
+def listed(uri: str) -> Storage | None:
+    """Totals of the data files of the table at `uri`, listed through pyarrow's file systems
+    (local and S3), so no JVM is needed; None for a table not written yet or storage pyarrow
+    cannot list."""
+    import pyarrow
+    import pyarrow.fs
+
+    try:
+        filesystem, root = pyarrow.fs.FileSystem.from_uri(uri)
+        found = filesystem.get_file_info(pyarrow.fs.FileSelector(root, recursive=True, allow_not_found=True))
+    except (OSError, pyarrow.ArrowException):
+        return None
+    listing = [(info.path[len(root) :], info.size) for info in found if info.type == pyarrow.fs.FileType.File]
+    return storage(listing) if listing else None

@@ -26,6 +26,7 @@ from lakehouse.jvm import project_jar
 from lakehouse.settings import METASTORE_ROLE, ConfigurationError, Settings
 
 IVY_SETTINGS = Path(__file__).resolve().parent.parent / "infra" / "spark" / "ivysettings.xml"
+LOG_CONFIG = IVY_SETTINGS.with_name("log4j2.properties")
 
 LOOPBACK = "127.0.0.1"
 
@@ -91,6 +92,8 @@ def session_config(settings: Settings) -> dict[str, str]:
         "spark.ui.killEnabled": "false",
         # Progress bars are for terminals; jobs log to files and test output.
         "spark.ui.showConsoleProgress": "false",
+        # Spark's logging, without the warnings each commit repeats about choices made here.
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG}",
         # Hudi 1.2 answers a filter that fixes every record-key field from the record index,
         # and builds the lookup key for a DATE value in another format than the stored one:
         # `WHERE order_date = DATE'2025-06-01' AND product_category = ... AND region = ...` on

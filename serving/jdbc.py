@@ -120,7 +120,8 @@ def server_config(settings: Settings) -> dict[str, str]:
             # Hive's sign-in and sessions read a HiveConf of their own, which sees Java's system
             # properties but not Spark's configuration.
             "spark.driver.extraJavaOptions": " ".join(
-                [f"-Dhive.server2.custom.authentication.class={AUTHENTICATION_CLASS}"]
+                [base["spark.driver.extraJavaOptions"]]
+                + [f"-Dhive.server2.custom.authentication.class={AUTHENTICATION_CLASS}"]
                 + [f"-D{key}={scratch / name}" for key, name in HIVE_DIRS.items()]
             ),
             "spark.sql.extensions": f"{base['spark.sql.extensions']},{READ_ONLY_EXTENSION}",

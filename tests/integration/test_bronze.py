@@ -255,6 +255,7 @@ def test_offsets_kafka_no_longer_holds_stop_the_job_with_a_clear_error(services,
         BronzeJob(spark, services, (table,)).drain()
 
 
+@pytest.mark.long
 def test_kill_minus_nine_during_a_write_loses_and_duplicates_nothing(services, spark, db):
     drain_until_equal(spark, services, db)
     run_workload(db, steps=400, seed=202)

@@ -19,7 +19,10 @@ from tests.support import drain_until_equal
 CONNECT_OFFSETS_TOPIC = "_connect_offsets"
 
 
-@pytest.mark.parametrize("crash", [True, False], ids=["killed", "stopped"])
+# A graceful stop can wait out Jetty's 30 s stop timeout (see below), so that case is long.
+@pytest.mark.parametrize(
+    "crash", [pytest.param(True, id="killed"), pytest.param(False, id="stopped", marks=pytest.mark.long)]
+)
 def test_changes_made_while_connect_is_down_arrive_after_restart(services, db, topic_reader, crash):
     reader = topic_reader(cdc_topic("customer_master"))
     tier = "platinum" if crash else "silver"

@@ -7,6 +7,8 @@ import time
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 
+import pytest
+
 from gold.tables import DAILY_SALES
 from infra.native.process import BackgroundProcess, group_alive, tail
 from ingestion.events import EventStreams
@@ -177,6 +179,7 @@ def test_gold_follows_deletes_region_moves_and_late_customers(services, spark, d
     assert_equals_full_rebuild(spark, services)
 
 
+@pytest.mark.long
 def test_kill_minus_nine_during_a_silver_write_neither_loses_nor_double_counts(services, spark, db):
     drain_until_equal(spark, services, db)
     run_all(spark, services)
