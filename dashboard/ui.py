@@ -14,8 +14,8 @@ from infra.workers import worker
 from lakehouse import settings as lakehouse_settings
 
 # Measured on the reference machine (2 cores) from a clean `make up` (10,000 seeded lines):
-# Gold's first commit came 3 min 17 s after the command started (docs/analysts.md, "The dashboard").
-FIRST_GOLD_COMMIT_USUALLY = "about 3 minutes after `make up` started"
+# Gold's first commit came 86 s after the command returned (docs/analysts.md, "The dashboard").
+FIRST_GOLD_COMMIT_USUALLY = "about a minute and a half after `make up` returned"
 
 
 @st.cache_resource

@@ -54,6 +54,11 @@ class IncrementalError(RuntimeError):
     """A derived table cannot run; the message names it and says what to do."""
 
 
+class InputNotReady(IncrementalError):
+    """An input has no commit yet (no source has sent its Bronze table anything): the table
+    waits for it, and the other tables of a pass go on."""
+
+
 class UnreadableChanges(Exception):
     """Hudi could not read an input's change log for the range a run needs."""
 
@@ -214,7 +219,7 @@ class Runner:
             timeline.read(self.spark, path, checkpoint=False) if catalog.exists(self.spark, path) else None
         )
         if found is None or found.latest is None:
-            raise IncrementalError(
+            raise InputNotReady(
                 f"{table.name}: input {source.table.qualified_name} has no data yet at {path}; "
                 f"build it first (`lakehouse run` goes through the layers in order)"
             )

@@ -42,7 +42,7 @@ from bronze.tables import BRONZE_TABLES, DEBEZIUM
 from infra import metastore, stack
 from infra.native.process import BackgroundProcess
 from ingestion import connector, database
-from lakehouse.incremental import IncrementalError, Runner
+from lakehouse.incremental import InputNotReady, Runner
 from lakehouse.settings import LAKEHOUSE_READER, Settings
 from pipeline import verify
 from pipeline.commands import lakehouse
@@ -236,7 +236,7 @@ def _settle(spark: SparkSession, settings: Settings, timeout: float, report) -> 
         for table in derived_tables():
             try:
                 report(_retrying(lambda: runner.run(table), deadline, report).line())
-            except IncrementalError as waiting:
+            except InputNotReady as waiting:
                 # An input that no source has written to yet (no events sent so far).
                 report(f"{table.name:<40} waiting: {waiting}")
     finally:

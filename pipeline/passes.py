@@ -15,7 +15,7 @@ from contextlib import ExitStack
 from bronze.job import BronzeJob
 from bronze.tables import BRONZE_TABLES, BronzeTable, bronze_table
 from lakehouse import locks
-from lakehouse.incremental import IncrementalError, Runner
+from lakehouse.incremental import InputNotReady, Runner
 from lakehouse.rules import QualityGateFailed
 from lakehouse.settings import ConfigurationError, Settings
 from lakehouse.tables import DerivedTable
@@ -103,10 +103,22 @@ def derived(
         runner = runner or Runner(session(settings, layer), settings)
         try:
             for table in tables:
-                report = runner.run(table, full_refresh)
+                try:
+                    report = runner.run(table, full_refresh)
+                except InputNotReady as waiting:
+                    # Nothing to build from yet (no event sent so far, say); the tables that
+                    # do not read this input go on.
+                    print(_waiting(table, waiting, as_json), flush=True)
+                    continue
                 print(json.dumps(report.as_dict()) if as_json else report.line(), flush=True)
         finally:
             runner.record_results()
+
+
+def _waiting(table: DerivedTable, waiting: InputNotReady, as_json: bool = False) -> str:
+    if as_json:
+        return json.dumps({"table": table.name, "mode": "waiting", "note": str(waiting)})
+    return f"{table.name:<40} waiting: {waiting}"
 
 
 def run(settings: Settings, full_refresh: bool = False) -> None:
@@ -149,9 +161,9 @@ def run_continuously(settings: Settings, trigger_seconds: int, interval: int) ->
                 for table in continuous_pass():
                     try:
                         print(runner.run(table).line(), flush=True)
-                    except IncrementalError as waiting:
+                    except InputNotReady as waiting:
                         # Bronze has not landed this input yet: the next pass tries again.
-                        print(f"{table.name:<40} waiting: {waiting}", flush=True)
+                        print(_waiting(table, waiting), flush=True)
                     except QualityGateFailed as blocked:
                         # Nothing was committed; the table stays blocked, the others go on,
                         # and each pass retries it until the rows are fixed at the source.
