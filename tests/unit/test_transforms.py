@@ -5,7 +5,8 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
+import math
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from bronze.tables import (
@@ -15,7 +16,13 @@ from bronze.tables import (
     SALES_TRANSACTIONS,
     WEB_CLICKSTREAMS,
 )
-from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
+from gold.tables import (
+    CUSTOMER_SEGMENTATION_FEATURES,
+    CUSTOMER_SEGMENTS,
+    DAILY_SALES,
+    DEMAND_FORECASTING_TS,
+    PRODUCT_RECOMMENDATION_USER_ITEM,
+)
 from silver.tables import (
     CUSTOMER_PROFILES,
     PRODUCT_DAILY_INVENTORY,
@@ -304,3 +311,127 @@ def test_segments_follow_the_profile_rules_in_order(spark):
         6: "occasional",
     }
     assert rows[(1,)].segmentation_ts == datetime(2026, 3, 1)
+
+
+def test_segmentation_features_score_buyers_by_quintile_as_of_the_newest_order(spark):
+    people = [
+        customer(1, birth_date=date(1990, 6, 1), created_at=datetime(2025, 3, 1)),
+        customer(2, birth_date=date(2005, 1, 1), created_at=datetime(2026, 2, 1)),
+        customer(3, created_at=datetime(2026, 3, 5)),  # no birth date; signed up after as_of
+        customer(4, birth_date=date(1950, 1, 1), created_at=datetime(2024, 1, 1)),
+    ]
+    order_rows = orders(
+        spark,
+        [
+            line(1, 1, 1, 100, price="10.00"),
+            line(1, 2, 1, 101, price="30.00"),
+            line(2, 1, 2, 100, price="10.00", ts=T0 - timedelta(days=10)),
+            line(3, 1, 3, 100, price="5.00", ts=T0 - timedelta(days=20)),
+            line(4, 1, 3, 100, price="5.00", ts=T0 - timedelta(days=1)),
+            line(5, 1, 4, 100, price="99.00", status="returned"),
+        ],
+        people,
+        [product(100, "toys"), product(101, "grocery")],
+    )
+    customers = bronze_rows(spark, CUSTOMER_MASTER, people)
+    profiles, _ = run(spark, CUSTOMER_PROFILES, orders=order_rows, customers=customers)
+    _, rows = run(
+        spark, CUSTOMER_SEGMENTATION_FEATURES, profiles=profiles, customers=customers, orders=order_rows
+    )
+
+    def features(customer_id):
+        r = rows[(customer_id,)]
+        return (r.recency_days, r.frequency, r.monetary, r.rfm_segment, r.preferred_category, r.age_band)
+
+    # Three buyers. Recency 0, 10 and 1 days: the most recent scores 5, the least 2 (the
+    # lowest third of them is at or below 5 x 1/3). Customers 1 and 2 share the lowest
+    # frequency and 2 and 3 the lowest monetary value: two thirds of buyers, score 4 each.
+    assert features(1) == (0, 1, Decimal("40.00"), "545", "grocery", "35-44")
+    assert features(2) == (10, 1, Decimal("10.00"), "244", "toys", "under 25")
+    assert features(3) == (1, 2, Decimal("10.00"), "454", "toys", "unknown")
+    assert features(4) == (None, 0, Decimal("0.00"), None, None, "65 and over"), "never bought"
+    assert {r.as_of_date for r in rows.values()} == {date(2026, 3, 1)}
+    assert [rows[(i,)].tenure_days for i in (1, 2, 3)] == [365, 28, 0]
+
+
+def test_user_item_interactions_count_known_customers_events_and_completed_purchases(spark):
+    def event(n, customer_id, event_type, product_id):
+        return {
+            "event_id": f"e{n}",
+            "session_id": f"s{customer_id}",
+            "customer_id": customer_id,
+            "event_type": event_type,
+            "product_id": product_id,
+            "device": "mobile",
+            "event_ts": T0 + timedelta(minutes=n),
+        }
+
+    clicks = bronze_rows(
+        spark,
+        WEB_CLICKSTREAMS,
+        [
+            event(1, 10, "product_view", 100),
+            event(2, 10, "product_view", 100),
+            event(3, 10, "add_to_cart", 100),
+            event(4, None, "product_view", 100),  # anonymous
+            event(5, 10, "search", None),  # about no product
+            event(6, 11, "remove_from_cart", 101),
+        ],
+    )
+    order_rows = orders(
+        spark,
+        [
+            line(1, 1, 10, 100, quantity=2, ts=T0 + timedelta(hours=1)),
+            line(2, 1, 11, 100, status="returned"),
+        ],
+        [customer(10), customer(11)],
+        [product(100), product(101)],
+    )
+    _, rows = run(spark, PRODUCT_RECOMMENDATION_USER_ITEM, clicks=clicks, orders=order_rows)
+    assert set(rows) == {(10, 100), (11, 101)}
+    bought = rows[(10, 100)]
+    assert (bought.views, bought.cart_adds, bought.purchases, bought.units_purchased) == (2, 1, 1, 2)
+    assert bought.last_interaction_ts == T0 + timedelta(hours=1)
+    assert bought.implicit_rating == round(math.log(1 + 2 + 3 * 1 + 10 * 1), 6)
+    assert (rows[(11, 101)].cart_removes, rows[(11, 101)].implicit_rating) == (1, 0.0)
+
+
+def test_demand_features_read_only_earlier_days(spark):
+    day = T0.date()
+
+    def sold(order_id, days_before, quantity):
+        return line(order_id, 1, 10, 100, quantity=quantity, ts=T0 - timedelta(days=days_before))
+
+    order_rows = orders(
+        spark,
+        [
+            sold(1, 0, 2),
+            sold(2, 1, 3),
+            sold(3, 7, 4),
+            sold(4, 30, 5),  # beyond the 28 days the features reach
+            sold(5, -1, 100),  # the next day: no feature of `day` may see it
+        ],
+        [customer(10)],
+        [product(100)],
+    )
+    inventory = spark.createDataFrame(
+        [("SKU-100", day, 50), ("SKU-100", day - timedelta(days=3), 70)],
+        "sku string, date date, quantity_on_hand bigint",
+    )
+    _, rows = run(spark, DEMAND_FORECASTING_TS, orders=order_rows, inventory=inventory)
+    today = rows[("SKU-100", day)]
+    assert (today.units_sold, today.revenue, today.stock_on_hand) == (2, Decimal("20.00"), 50)
+    assert (
+        today.units_lag_1,
+        today.units_lag_7,
+        today.units_rolling_7,
+        today.units_rolling_28,
+        today.revenue_rolling_28,
+    ) == (3, 4, 7, 7, Decimal("70.00"))
+    assert today.stock_last_reported == 70, "the day's own report is not a feature of the day"
+    reported_only = rows[("SKU-100", day - timedelta(days=3))]
+    assert (reported_only.units_sold, reported_only.stock_on_hand, reported_only.units_rolling_7) == (
+        0,
+        70,
+        4,
+    )
