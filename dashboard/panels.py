@@ -152,6 +152,40 @@ def segment_counts(segments: pd.DataFrame, regions: tuple[str, ...] = ()) -> pd.
     return counts.sort_values(["customers", "segment"], ascending=[False, True], ignore_index=True)
 
 
+def rfm_mix(scores: pd.DataFrame, regions: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Buyers per recency score (rows, 1-5) and frequency score (columns, 1-5), zero where
+    none, from (r_score, f_score, region, customers) rows of the segmentation features."""
+    if regions:
+        scores = scores[scores["region"].isin(regions)]
+    grid = scores.pivot_table(
+        index="r_score", columns="f_score", values="customers", aggfunc="sum", fill_value=0
+    )
+    grid = grid.reindex(index=range(1, 6), columns=range(1, 6), fill_value=0).astype(int)
+    grid.index.name = "recency score"
+    grid.columns = [f"frequency {f}" for f in grid.columns]
+    return grid
+
+
+def demand_chart(
+    series: pd.DataFrame, start: date, end: date, forecast: pd.Series | None = None
+) -> pd.DataFrame:
+    """One sku's units sold per day in [start, end] (zero on days without a row), beside the
+    naive forecast (the daily average of the week before, from the table's own feature)
+    and, when a model was trained, its forecast; indexed by day."""
+    days = pd.date_range(start, end, freq="D").date
+    frame = series.set_index("date").reindex(days)
+    chart = pd.DataFrame(
+        {
+            "units sold": frame["units_sold"].fillna(0).astype(float),
+            "7-day average before": frame["units_rolling_7"].astype(float) / WEEK,
+        },
+        index=pd.Index(days, name="date"),
+    )
+    if forecast is not None:
+        chart["model forecast"] = forecast.reindex(days).astype(float)
+    return chart
+
+
 def top_products_query(sales_filter: SalesFilter, limit: int = 10) -> str:
     """SQL over Silver's order lines (Gold has no product grain) for the products that sold
     most in the filter, by the same rule as Gold's daily sales: completed lines only."""

@@ -12,6 +12,7 @@ page shows in place of the panel.
 
 from __future__ import annotations
 
+import functools
 import json
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -26,7 +27,7 @@ from bronze.decode import UNLANDABLE
 from bronze.job import checkpoint_location
 from bronze.tables import BRONZE_TABLES, BronzeTable
 from dashboard.panels import SALES_COLUMNS, TableState
-from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
+from gold.tables import CUSTOMER_SEGMENTATION_FEATURES, CUSTOMER_SEGMENTS, DAILY_SALES, DEMAND_FORECASTING_TS
 from infra import stack, workers
 from infra.native.process import port_open
 from lakehouse.files import listed
@@ -73,6 +74,59 @@ def segments(settings: Settings) -> pd.DataFrame:
         f"SELECT segment, region, count(*) AS customers "
         f"FROM {CUSTOMER_SEGMENTS.qualified_name} GROUP BY segment, region",
     )
+
+
+def rfm_scores(settings: Settings) -> pd.DataFrame:
+    """Buyers per (r_score, f_score, region) of the segmentation features."""
+    _written_or_explain(settings, CUSTOMER_SEGMENTATION_FEATURES)
+    return _frame(
+        settings,
+        f"SELECT r_score, f_score, region, count(*) AS customers "
+        f"FROM {CUSTOMER_SEGMENTATION_FEATURES.qualified_name} WHERE r_score IS NOT NULL "
+        f"GROUP BY r_score, f_score, region",
+    )
+
+
+def best_selling_skus(settings: Settings, start, end, limit: int = 20) -> list[str]:
+    """The skus that sold the most units between two days, most first."""
+    _written_or_explain(settings, DEMAND_FORECASTING_TS)
+    frame = _frame(
+        settings,
+        f"SELECT sku FROM {DEMAND_FORECASTING_TS.qualified_name} "
+        f"WHERE date BETWEEN DATE '{start}' AND DATE '{end}' "
+        f"GROUP BY sku ORDER BY sum(units_sold) DESC, sku LIMIT {int(limit)}",
+    )
+    return frame["sku"].tolist()
+
+
+def demand_series(settings: Settings, sku: str) -> pd.DataFrame:
+    """Every row of one sku in the demand table, by day."""
+    _written_or_explain(settings, DEMAND_FORECASTING_TS)
+    quoted = sku.replace("'", "''")
+    return _frame(
+        settings,
+        f"SELECT * FROM {DEMAND_FORECASTING_TS.qualified_name} WHERE sku = '{quoted}' ORDER BY date",
+    )
+
+
+def demand_forecast(settings: Settings, series: pd.DataFrame) -> pd.Series | None:
+    """The newest recorded demand model's forecast for `series`' days, by day; None when no
+    model has been trained (`lakehouse train demand`)."""
+    from ml import models, tracking
+
+    recorded = tracking.runs(settings, "demand")
+    if not recorded or series.empty:
+        return None
+    model = _recorded_model(settings, recorded[0]["run_id"])
+    return pd.Series(model.predict(models.demand_inputs(series)), index=series["date"].tolist())
+
+
+@functools.lru_cache(maxsize=4)
+def _recorded_model(settings: Settings, run_id: str):
+    # A run's model never changes: loaded once, not at every refresh.
+    from ml import tracking
+
+    return tracking.load(settings, run_id)
 
 
 def top_products(settings: Settings, sql: str) -> pd.DataFrame:

@@ -46,6 +46,26 @@ def segments() -> pd.DataFrame:
 
 
 @_cache
+def rfm_scores() -> pd.DataFrame:
+    return sources.rfm_scores(settings())
+
+
+@_cache
+def best_selling_skus(start, end) -> list[str]:
+    return sources.best_selling_skus(settings(), start, end)
+
+
+@_cache
+def demand_series(sku: str) -> pd.DataFrame:
+    return sources.demand_series(settings(), sku)
+
+
+@_cache
+def demand_forecast(sku: str):
+    return sources.demand_forecast(settings(), demand_series(sku))
+
+
+@_cache
 def top_products(sql: str) -> pd.DataFrame:
     return sources.top_products(settings(), sql)
 

@@ -280,6 +280,12 @@ class Settings:
         PATH,
         "The Great Expectations project (suites, stored results) and its Data Docs site.",
     )
+    models_dir: Path = setting(
+        "LAKEHOUSE_MODELS_DIR",
+        "${LAKEHOUSE_STATE_DIR}/models",
+        PATH,
+        "Where `lakehouse train` records models: MLflow's SQLite store and the models' files.",
+    )
     docs_port: int = setting(
         "QUALITY_DOCS_PORT", 8085, PORT, "The port `lakehouse docs` serves the Data Docs site on."
     )

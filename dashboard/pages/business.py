@@ -1,6 +1,7 @@
 """Business view: Gold's daily sales by region and category, today against the last week,
-customer segments and top products, for a date range, regions and categories that the
-page's link carries (so a filtered view can be shared)."""
+customer segments, top products, buyers by RFM score and one sku's demand with its forecast,
+for a date range, regions and categories that the page's link carries (so a filtered view
+can be shared)."""
 
 from __future__ import annotations
 
@@ -135,6 +136,33 @@ def business_panels(sales_filter: panels.SalesFilter) -> None:
                     "units_sold": "units",
                 },
             )
+
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Buyers by RFM score")
+        scores = ui.read(ui.rfm_scores)
+        if scores is not None:
+            st.caption("Scores 1-5 (5: most recent, most frequent), from the segmentation features.")
+            st.bar_chart(panels.rfm_mix(scores, sales_filter.regions))
+    with right:
+        demand_panel(sales_filter)
+
+
+def demand_panel(sales_filter: panels.SalesFilter) -> None:
+    skus = ui.read(ui.best_selling_skus, sales_filter.start, sales_filter.end)
+    if skus is None:
+        return
+    if not skus:
+        st.info("No sku sold in these dates.")
+        return
+    sku = st.selectbox("Demand for sku (best sellers in these dates)", skus)
+    series = ui.read(ui.demand_series, sku)
+    if series is None:
+        return
+    forecast = ui.read(ui.demand_forecast, sku)
+    if forecast is None:
+        st.caption("No demand model recorded yet: `lakehouse train demand` adds its forecast here.")
+    st.line_chart(panels.demand_chart(series, sales_filter.start, sales_filter.end, forecast))
 
 
 business_panels(sales_filter)

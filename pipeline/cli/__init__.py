@@ -1,7 +1,7 @@
 """`lakehouse`: the single entry point for every layer and the services under them.
 
 The parser is built from the command groups (pipeline.py, services.py, analysts.py,
-operations.py), each command a few lines over a function that lives with its feature;
+models.py, operations.py), each command a few lines over a function that lives with its feature;
 main() turns what a command raises into a line on stderr and an exit status
 (pipeline/commands.py)."""
 
@@ -13,7 +13,7 @@ import sys
 
 from lakehouse import settings as settings_module
 from lakehouse.settings import ConfigurationError
-from pipeline.cli import analysts, operations, pipeline, services
+from pipeline.cli import analysts, models, operations, pipeline, services
 from pipeline.commands import (
     CONFIGURATION_ERROR,
     ERROR,
@@ -25,7 +25,7 @@ from pipeline.commands import (
 )
 
 DESCRIPTION = "`lakehouse`: the single entry point for every layer and the services under them."
-GROUPS = (services, pipeline, analysts, operations)
+GROUPS = (services, pipeline, analysts, models, operations)
 # The order `lakehouse --help` lists the commands in.
 ORDER = (
     "services",
@@ -49,6 +49,8 @@ ORDER = (
     "history",
     "savepoint",
     "tables",
+    "train",
+    "models",
     "maintain",
     "erase",
     "tail",

@@ -109,6 +109,34 @@ def test_segment_counts_are_per_segment_most_first_and_follow_the_region_filter(
     ]
 
 
+def test_the_rfm_mix_counts_buyers_per_recency_and_frequency_score_with_every_score_shown():
+    scores = pd.DataFrame(
+        {
+            "r_score": [5, 5, 1, 3],
+            "f_score": [5, 5, 2, 1],
+            "region": ["EMEA", "APAC", "EMEA", "APAC"],
+            "customers": [4, 2, 1, 7],
+        }
+    )
+    grid = panels.rfm_mix(scores)
+    assert grid.shape == (5, 5)
+    assert (grid.loc[5, "frequency 5"], grid.loc[1, "frequency 2"], grid.loc[3, "frequency 1"]) == (6, 1, 7)
+    assert int(grid.to_numpy().sum()) == 14
+    assert int(panels.rfm_mix(scores, ("EMEA",)).to_numpy().sum()) == 5
+
+
+def test_the_demand_chart_has_every_day_with_zero_units_where_the_sku_has_no_row():
+    series = pd.DataFrame(
+        {"date": [D1, D3], "units_sold": [4, 2], "units_rolling_7": [14, 28]},
+    )
+    chart = panels.demand_chart(series, D1, D3)
+    assert chart["units sold"].tolist() == [4.0, 0.0, 2.0]
+    assert chart["7-day average before"].tolist()[::2] == [2.0, 4.0]
+    assert "model forecast" not in chart
+    forecast = pd.Series([3.5, 2.5], index=[D1, D3])
+    assert panels.demand_chart(series, D1, D3, forecast)["model forecast"].tolist()[::2] == [3.5, 2.5]
+
+
 def test_top_products_sum_completed_lines_in_the_filter_in_datafusion():
     lines = pa.table(
         {

@@ -3,7 +3,7 @@ read from the source's import statements, those inside functions included:
 
 - the core (lakehouse/) is the library every other package uses, and imports none of them;
 - a layer (ingestion, bronze, silver, gold) imports the core and the layers below it;
-- an app (serving, dashboard, monitoring, orchestration, operations, infra, benchmarks)
+- an app (serving, dashboard, monitoring, orchestration, operations, infra, benchmarks, ml)
   imports the core, the layers, other apps, and of the composition root (pipeline/) only
   its leaves: the list of every table, how a `lakehouse` command is run, the checks of what
   the tables hold; the leaves import no app;
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CORE = "lakehouse"
 LAYERS = ("ingestion", "bronze", "silver", "gold")  # each above the ones before it
-APPS = {"serving", "dashboard", "monitoring", "orchestration", "operations", "infra", "benchmarks"}
+APPS = {"serving", "dashboard", "monitoring", "orchestration", "operations", "infra", "benchmarks", "ml"}
 COMPOSITION_ROOT = "pipeline"
 LEAVES = {"pipeline", "pipeline.tables", "pipeline.commands", "pipeline.verify"}
 
