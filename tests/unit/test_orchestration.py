@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 from bronze.tables import BRONZE_TABLES
-from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
+from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES, GOLD_TABLES
 from lakehouse.rules import FAIL
 from lakehouse.settings import load
 from orchestration import assets, commands, definitions
@@ -42,9 +42,7 @@ def test_every_declared_rule_is_an_asset_check_and_a_fail_tier_one_blocks_downst
             assert spec.description == f"{rule.tier} tier: {rule.name}"
             assert spec.blocking == (rule.tier == FAIL)
     # What is left: one freshness check per Gold table.
-    assert set(specs) == {
-        (assets.asset_key(t), assets.FRESHNESS_CHECK) for t in (DAILY_SALES, CUSTOMER_SEGMENTS)
-    }
+    assert set(specs) == {(assets.asset_key(t), assets.FRESHNESS_CHECK) for t in GOLD_TABLES}
 
 
 def test_a_newly_declared_table_is_on_the_graph_with_no_other_edit(monkeypatch):

@@ -272,7 +272,11 @@ def test_every_setting_is_declared_with_a_variable_a_default_and_a_one_line_doc(
 
 def test_settings_are_built_with_keywords_and_keep_their_declared_defaults():
     built = settings.Settings(
-        state_dir=Path("/s"), warehouse="/s/wh", checkpoints="/s/ck", quality_dir=Path("/s/q")
+        state_dir=Path("/s"),
+        warehouse="/s/wh",
+        checkpoints="/s/ck",
+        quality_dir=Path("/s/q"),
+        models_dir=Path("/s/m"),
     )
     assert (built.pg_port, built.spark_ui, built.schedule_cron) == (5432, True, "0 * * * *")
     assert settings.Settings.thrift_os_user == "retailmax-jdbc"
