@@ -1,22 +1,60 @@
 """Models on the Gold feature tables, against the real tables: a training reads exactly the
-rows Spark's time travel sees at its commit, and training again on that commit after more
-data arrived gives the same model (ml/)."""
+rows Spark's time travel sees at its commit, Ray Data reads what Spark reads, and training
+again on that commit after more data arrived gives the same model (ml/)."""
 
 from __future__ import annotations
 
+import pandas
+
 import ml
-from ml import features, tracking
+from gold.tables import (
+    CUSTOMER_SEGMENTATION_FEATURES,
+    DEMAND_FORECASTING_TS,
+    PRODUCT_RECOMMENDATION_USER_ITEM,
+)
+from ml import features, ray_data, tracking
 from tests.support import drain_until_equal, run_all, run_lakehouse, run_workload
+
+FEATURE_TABLES = (CUSTOMER_SEGMENTATION_FEATURES, PRODUCT_RECOMMENDATION_USER_ITEM, DEMAND_FORECASTING_TS)
+
+
+def _comparable(frame: pandas.DataFrame, table, columns=None) -> pandas.DataFrame:
+    """Rows in key order as text, timestamps as naive UTC (Spark's form), Hudi's columns
+    left out: two readers' frames of the same rows are then equal."""
+    frame = frame[[c for c in (columns or frame.columns) if not c.startswith("_hoodie")]]
+    for column in frame.columns:
+        if isinstance(frame[column].dtype, pandas.DatetimeTZDtype):
+            frame = frame.assign(**{column: frame[column].dt.tz_convert(None)})
+    return frame.sort_values(list(table.record_key), ignore_index=True).astype(str)
+
+
+def _spark_rows(spark, table, as_of: str | None = None) -> pandas.DataFrame:
+    travel = f" TIMESTAMP AS OF '{as_of}'" if as_of else ""
+    return spark.sql(f"SELECT * FROM {table.qualified_name}{travel}").toPandas()
 
 
 def test_a_feature_table_read_as_of_a_commit_holds_what_spark_time_travel_sees(built, spark):
-    table = ml.SOURCES["demand"]
-    snapshot = features.read_as_of(built, table)
-    seen = spark.sql(f"SELECT * FROM {table.qualified_name} TIMESTAMP AS OF '{snapshot.completed}'")
-    expected = seen.drop(*[c for c in seen.columns if c.startswith("_hoodie")]).toPandas()
-    expected = expected.sort_values(list(table.record_key), ignore_index=True)[list(snapshot.frame.columns)]
-    assert len(snapshot.frame) == len(expected) > 0
-    assert snapshot.frame.astype(str).equals(expected.astype(str))
+    for table in FEATURE_TABLES:
+        snapshot = features.read_as_of(built, table)
+        expected = _spark_rows(spark, table, snapshot.completed)
+        assert len(snapshot.frame) == len(expected) > 0, table.name
+        columns = list(snapshot.frame.columns)
+        assert _comparable(snapshot.frame, table).equals(_comparable(expected, table, columns)), table.name
+
+
+def test_ray_data_reads_each_feature_table_as_spark_does(built, spark):
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=256 << 20, log_to_driver=False)
+    try:
+        for table in FEATURE_TABLES:
+            read = ray_data.read(built, table).to_pandas()
+            expected = _spark_rows(spark, table)
+            assert len(read) == len(expected) > 0, table.name
+            columns = list(read.columns)
+            assert _comparable(read, table).equals(_comparable(expected, table, columns)), table.name
+    finally:
+        ray.shutdown()
 
 
 def test_training_again_on_the_recorded_commit_after_more_data_arrived_gives_the_same_model(built, spark, db):
