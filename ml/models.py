@@ -50,6 +50,9 @@ class Trained:
     metrics: dict[str, float]
     # A digest of what the model computes on its training rows: equal digests, equal models.
     fingerprint: str = field(default="")
+    # Types in the model that skops (MLflow's safe format) cannot vouch for and loads only
+    # when named: ours, since this project writes the files it reads back.
+    trusted_types: tuple[str, ...] = ()
 
 
 def _digest(*arrays: numpy.ndarray) -> str:
@@ -131,6 +134,8 @@ def demand(frame: pandas.DataFrame, holdout_days: int = 28) -> Trained:
             "test_rows": float(len(test)),
         },
         _digest(model.predict(demand_inputs(frame))),
+        # The trees' node arrays, which skops cannot bound-check.
+        ("sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",),
     )
 
 

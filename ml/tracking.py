@@ -77,7 +77,10 @@ def record(settings: Settings, model: str, snapshot: Snapshot, trained: Trained)
         mlflow.log_metrics(trained.metrics)
         # Named requirements: MLflow would otherwise import every package to infer them.
         mlflow.sklearn.log_model(
-            trained.model, name="model", pip_requirements=[f"scikit-learn=={sklearn.__version__}"]
+            trained.model,
+            name="model",
+            pip_requirements=[f"scikit-learn=={sklearn.__version__}"],
+            skops_trusted_types=list(trained.trusted_types) or None,
         )
     return Recorded(
         run.info.run_id,
