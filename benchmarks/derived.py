@@ -2,12 +2,14 @@
 refresh of the same inputs, at growing base sizes.
 
 For each size the sales table is grown to that many lines (with customers and products in
-proportion, spread over the seeded history like the seed's own orders) and landed in Bronze.
-Then, timing every derived table separately:
+proportion, spread over the seeded history like the seed's own orders), one event per
+`LINES_PER_EVENT` lines goes to the clickstream and inventory topics, and all of it is
+landed in Bronze. Then, timing every derived table separately:
 1. full refresh of every Silver and Gold table (the starting state);
 2. 1% of the lines change in Postgres, in one transaction: the most recent lines move on in
    their life cycle (pending -> completed, completed -> returned, and so on), which is where
-   an order system's updates fall; Debezium captures them and Bronze lands them;
+   an order system's updates fall, and 1% as many events as before arrive; Debezium
+   captures the changes and Bronze lands both;
 3. one incremental pass (`lakehouse silver` then `lakehouse gold`);
 4. a full refresh of the same inputs (`--full-refresh`), which is what the pass replaces.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import random
 import time
 
+from kafka import KafkaProducer
 from pyspark.sql import SparkSession
 
 from benchmarks.bronze import BENCH_SEED, wait_for_capture
@@ -24,11 +27,16 @@ from bronze.job import BronzeJob
 from bronze.tables import SALES_TRANSACTIONS
 from ingestion import generators
 from ingestion.database import connect
+from ingestion.events import EventStreams
 from ingestion.seed import SeedSize, copy_rows, sales
 from ingestion.topics import messages_in
 from lakehouse.incremental import InputNotReady, Runner
 from lakehouse.settings import Settings
 from pipeline.tables import derived_tables
+
+# The event streams at a twentieth of the sales lines: enough for the tables that read them
+# (sessions, daily inventory, user-item interactions, demand) to have work at every size.
+LINES_PER_EVENT = 20
 
 NEXT_STATUS = {
     "pending": "completed",
@@ -93,6 +101,20 @@ def _change_recent_lines(settings: Settings, share: float) -> int:
         ).rowcount
 
 
+def _send_events(settings: Settings, count: int, seed: int) -> None:
+    """`count` clickstream and inventory events, as the simulator sends them, about the
+    source's customers and products."""
+    with connect(settings) as conn:
+        customer_ids = [row[0] for row in conn.execute("SELECT customer_id FROM retail.customer_master")]
+        products = conn.execute("SELECT product_id, sku FROM retail.product_catalog").fetchall()
+    producer = KafkaProducer(bootstrap_servers=settings.kafka_bootstrap)
+    streams = EventStreams(producer, seed, customer_ids, [s for _, s in products], [p for p, _ in products])
+    for _ in range(count):
+        streams.step()
+    producer.flush()
+    producer.close()
+
+
 def _land(spark: SparkSession, settings: Settings, expected_sales_events: int, since_offsets: int) -> float:
     """Waits for Debezium to publish the sales events, then drains Kafka into Bronze."""
     wait_for_capture(
@@ -134,14 +156,18 @@ def measure(
     for lines in sizes:
         offsets = messages_in(settings, SALES_TRANSACTIONS.topic)
         added = _grow_sources(settings, lines)
-        report(f"{lines:,} sales lines: {added:,} added; landing them in Bronze")
+        events = lines // LINES_PER_EVENT
+        _send_events(settings, events, seed=lines)
+        report(f"{lines:,} sales lines: {added:,} added, {events:,} events sent; landing them in Bronze")
         landing = _land(spark, settings, added, offsets)
         report(f"  landed in {landing} s; starting state: full refresh")
         _pass(runner, True, report)
 
         offsets = messages_in(settings, SALES_TRANSACTIONS.topic)
         changed = _change_recent_lines(settings, change_share)
-        report(f"  {changed:,} recent lines changed; landing them in Bronze")
+        new_events = round(events * change_share)
+        _send_events(settings, new_events, seed=lines + 1)
+        report(f"  {changed:,} recent lines changed, {new_events:,} events sent; landing them in Bronze")
         _land(spark, settings, changed, offsets)
         report("  incremental pass")
         incremental = _pass(runner, False, report)
