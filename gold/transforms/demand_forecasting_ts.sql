@@ -22,22 +22,19 @@ days AS (
 )
 SELECT sku, date, units_sold, revenue, stock_on_hand,
        dayofweek(date) AS day_of_week,
-       coalesce(sum(units_sold) OVER (
-           PARTITION BY sku ORDER BY day_number RANGE BETWEEN 1 PRECEDING AND 1 PRECEDING
-       ), 0) AS units_lag_1,
-       coalesce(sum(units_sold) OVER (
-           PARTITION BY sku ORDER BY day_number RANGE BETWEEN 7 PRECEDING AND 7 PRECEDING
-       ), 0) AS units_lag_7,
-       coalesce(sum(units_sold) OVER (
-           PARTITION BY sku ORDER BY day_number RANGE BETWEEN 7 PRECEDING AND 1 PRECEDING
-       ), 0) AS units_rolling_7,
-       coalesce(sum(units_sold) OVER (
-           PARTITION BY sku ORDER BY day_number RANGE BETWEEN 28 PRECEDING AND 1 PRECEDING
-       ), 0) AS units_rolling_28,
-       CAST(coalesce(sum(revenue) OVER (
-           PARTITION BY sku ORDER BY day_number RANGE BETWEEN 28 PRECEDING AND 1 PRECEDING
-       ), 0) AS DECIMAL(18, 2)) AS revenue_rolling_28,
-       last(stock_on_hand, TRUE) OVER (
-           PARTITION BY sku ORDER BY day_number RANGE BETWEEN 28 PRECEDING AND 1 PRECEDING
-       ) AS stock_last_reported
+       coalesce(sum(units_sold) OVER day_before, 0) AS units_lag_1,
+       coalesce(sum(units_sold) OVER week_ago, 0) AS units_lag_7,
+       coalesce(sum(units_sold) OVER week_before, 0) AS units_rolling_7,
+       coalesce(sum(units_sold) OVER four_weeks_before, 0) AS units_rolling_28,
+       CAST(coalesce(sum(revenue) OVER four_weeks_before, 0) AS DECIMAL(18, 2))
+           AS revenue_rolling_28,
+       last(stock_on_hand, TRUE) OVER four_weeks_before AS stock_last_reported
 FROM days
+WINDOW day_before AS (PARTITION BY sku ORDER BY day_number
+                      RANGE BETWEEN 1 PRECEDING AND 1 PRECEDING),
+       week_ago AS (PARTITION BY sku ORDER BY day_number
+                    RANGE BETWEEN 7 PRECEDING AND 7 PRECEDING),
+       week_before AS (PARTITION BY sku ORDER BY day_number
+                       RANGE BETWEEN 7 PRECEDING AND 1 PRECEDING),
+       four_weeks_before AS (PARTITION BY sku ORDER BY day_number
+                             RANGE BETWEEN 28 PRECEDING AND 1 PRECEDING)
