@@ -5,6 +5,10 @@ pages pass its frames in, so every number on the page is computed by a function 
 a handful of rows (tests/unit/test_dashboard.py).
 """
 
+# Why one module: it is the pages' whole arithmetic, one small pure function per panel, and
+# the unit tests read against it as one specification; split by page, the pages' shared
+# filter and totals would have to live in a third module both import.
+
 from __future__ import annotations
 
 from collections.abc import Mapping
