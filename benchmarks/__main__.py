@@ -6,8 +6,8 @@ they would compete for the same cores and write to the same source tables. Parts
 `run` (a scheduled `lakehouse run` after 400 source transactions, on the source as the
 10,000-line seed leaves it when it starts from empty), `scheduler` (what running each table
 as a Dagster asset adds to its command), `commits` (the fixed cost of a small
-Hudi commit, lever by lever), `layout` (partition granularity, codec and bloom filters at
-the demo's size and at 10,000,000 sales lines, on tables of its own),
+Hudi commit, lever by lever), `layout` (partition granularity at the demo's size and at
+10,000,000 sales lines, then the file format lever by lever, on tables of its own),
 `freshness` (the demo's workers running, how long a sale
 takes from Postgres to Gold), `bronze`, `derived` (which grows the source tables to its
 largest size, 1,000,000 sales lines by default, and leaves them so: `make clean` starts
@@ -175,6 +175,12 @@ def main(argv: list[str] | None = None) -> int:
         help="sales-line counts to compare table layouts at (comma-separated)",
     )
     parser.add_argument(
+        "--format-lines",
+        type=int,
+        default=1_000_000,
+        help="sales lines to compare file formats (codec, footers, row groups, file sizes) at",
+    )
+    parser.add_argument(
         "--probes", type=int, default=24, help="sales written while the demo runs, each timed to Gold"
     )
     parser.add_argument("--probe-spacing", type=float, default=10, help="average seconds between two probes")
@@ -250,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in (None, "layout"):
             results = {
                 "machine": machine(),
-                **layout.measure(session, bench, args.layout_sizes, args.commits),
+                **layout.measure(session, bench, args.layout_sizes, args.commits, args.format_lines),
             }
             _write("layout", results, layout.markdown(results))
         if args.only in (None, "freshness"):

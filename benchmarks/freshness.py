@@ -15,14 +15,19 @@ latency at each layer is the completion time of the Hudi commit that wrote its r
 `source.ts_ms`, kept in Bronze's `_source_ts`).
 
 Bronze's latency is also measured over every row the workload changed meanwhile, as the
-Bronze benchmark does, since that is the demo's load and not a probe's.
+Bronze benchmark does, since that is the demo's load and not a probe's. And every
+`LAG_EVERY` seconds from the first probe on, how far each Silver and Gold table trails its
+inputs, read as the metrics endpoint reads it (`retailmax_table_lag_seconds`): a table that
+runs once a pass shows how long the pass is.
 The probes are deleted from Postgres at the end.
 """
 
 from __future__ import annotations
 
 import random
+import threading
 import time
+from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 
 from pyspark.sql import SparkSession
@@ -40,6 +45,7 @@ from benchmarks.bronze import (
 from benchmarks.report import distribution, header
 from bronze.job import BronzeJob
 from bronze.tables import SALES_TRANSACTIONS
+from dashboard.sources import table_states
 from gold.tables import DAILY_SALES
 from infra.native.process import BackgroundProcess
 from infra.workers import WORKERS
@@ -56,6 +62,30 @@ from silver.tables import UNIFIED_CUSTOMER_ORDERS
 PROBE_ORDERS = 10**12  # far above the workload's order ids, which grow by one per order
 FIRST_PROBE_DAY = datetime(2001, 1, 1, 12, tzinfo=UTC)
 LAYERS = {"bronze": SALES_TRANSACTIONS, "silver": UNIFIED_CUSTOMER_ORDERS, "gold": DAILY_SALES}
+LAG_EVERY = 15
+
+
+class _LagSampler(threading.Thread):
+    """Samples, until stopped, how long the oldest change each derived table has not taken
+    yet has waited in its input."""
+
+    def __init__(self, settings: Settings):
+        super().__init__(daemon=True)
+        self.settings, self.stopped = settings, threading.Event()
+        self.lags: dict[str, list[float]] = defaultdict(list)
+
+    def run(self) -> None:
+        while not self.stopped.wait(LAG_EVERY):
+            read_at = datetime.now(UTC).replace(tzinfo=None)
+            for state in table_states(self.settings):
+                if state.layer in ("silver", "gold"):
+                    waited = (read_at - state.oldest_waiting).total_seconds() if state.oldest_waiting else 0.0
+                    self.lags[state.name].append(max(waited, 0.0))
+
+    def stop(self) -> dict[str, dict]:
+        self.stopped.set()
+        self.join()
+        return {name: distribution(lags) for name, lags in self.lags.items()}
 
 
 def _workers(settings: Settings) -> dict[str, BackgroundProcess]:
@@ -182,6 +212,8 @@ def measure(spark: SparkSession, settings: Settings, probes: int, spacing: float
         )
         since = datetime.now(UTC)
         began = time.monotonic()
+        sampler = _LagSampler(settings)
+        sampler.start()
         _write_probes(settings, probes, spacing, report)
         _wait_until(
             lambda: len(_probe_dates_in_gold(settings, probes)) == probes,
@@ -190,6 +222,7 @@ def measure(spark: SparkSession, settings: Settings, probes: int, spacing: float
             workers,
         )
         seconds = time.monotonic() - began
+        table_lag = sampler.stop()
     finally:
         for process in workers.values():
             process.stop(timeout=60)
@@ -212,7 +245,9 @@ def measure(spark: SparkSession, settings: Settings, probes: int, spacing: float
         "probes": probes,
         "spacing_seconds": spacing,
         "seconds": round(seconds),
+        "continuous_pass_seconds": settings.continuous_pass_seconds,
         "probe_latency": summary,
+        "table_lag": table_lag,
         "bronze_rows": bronze_rows,
         "per_probe": latencies,
     }
@@ -239,5 +274,16 @@ def markdown(results: dict) -> str:
         "",
         f"Every row the workload changed in Bronze meanwhile ({b['rows']:,} rows): "
         f"p50 {b['p50_seconds']} s, p95 {b['p95_seconds']} s, max {b['max_seconds']} s.",
+        "",
+        f"How far each Silver and Gold table trailed its inputs, sampled every {LAG_EVERY} s "
+        f"meanwhile (a pass kept within {results['continuous_pass_seconds']} s, "
+        f"`CONTINUOUS_PASS_SECONDS`):",
+        "",
+        "| table | p50 s | p95 s | max s |",
+        "|---|---:|---:|---:|",
+        *(
+            f"| {name} | {s['p50_seconds']} | {s['p95_seconds']} | {s['max_seconds']} |"
+            for name, s in results["table_lag"].items()
+        ),
     ]
     return "\n".join(lines) + "\n"

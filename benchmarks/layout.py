@@ -9,10 +9,14 @@ sales lines spread over a year (as wide as the real rows), then:
   (median seconds, after two warm-up commits);
 - one upsert of 1% of the lines, the most recent ones, as the Silver/Gold benchmark
   changes them;
-- a full read (count) and a read of one month's lines (pruned by the partition filter);
+- a full read (count), a read of one month's lines (pruned by the partition filter) and a
+  lookup of one order (which only Parquet's row-group and page statistics can narrow);
 - the table's data files, bytes and partitions afterwards.
-Then, at the smallest size and the declared granularity, the Parquet codec (Hudi's default
-gzip, snappy, zstd) and the key bloom filter Hudi writes into every base file by default.
+Then, at `variant_lines` and the declared granularity, the file format lever by lever
+(`VARIANTS`): the Parquet codec (Hudi's default gzip, snappy, zstd), the key bloom filter
+Hudi writes into every base file by default, row-group and page sizes, and Hudi's file
+sizing (the largest base file, and the size below which new rows are packed into an
+existing file).
 """
 
 from __future__ import annotations
@@ -40,7 +44,22 @@ DAYS = 365
 ROWS_PER_SMALL_COMMIT = 20
 CHANGE_SHARE = 0.01
 GRANULARITIES = ("none", "month", "day")
-CODECS = ("gzip", "snappy", "zstd")
+DECLARED = "declared: zstd, no bloom filter, Hudi's sizes (120 MiB row groups and files, 1 MiB pages)"
+VARIANTS = {
+    DECLARED: {},
+    "gzip (Hudi's default codec)": {"hoodie.parquet.compression.codec": "gzip"},
+    "snappy": {"hoodie.parquet.compression.codec": "snappy"},
+    "gzip and the key bloom filter (Hudi's defaults)": {
+        "hoodie.parquet.compression.codec": "gzip",
+        "hoodie.parquet.bloom.filter.enabled": "true",
+    },
+    "row groups of 4 MiB": {"hoodie.parquet.block.size": str(4 * 2**20)},
+    "pages of 64 KiB": {"hoodie.parquet.page.size": str(64 * 2**10)},
+    "files of at most 8 MiB, packed below 4 MiB": {
+        "hoodie.parquet.max.file.size": str(8 * 2**20),
+        "hoodie.parquet.small.file.limit": str(4 * 2**20),
+    },
+}
 
 
 def sales_lines(spark: SparkSession, first: int, count: int, version: int, days: int) -> DataFrame:
@@ -177,7 +196,8 @@ def _one_table(
             spark, lines - (commit + 1) * ROWS_PER_SMALL_COMMIT * 5, ROWS_PER_SMALL_COMMIT, commit + 2, 3
         )
         small.append(write_lines(recent, table, options, path))
-    result["small_commit_median_seconds"] = round(statistics.median(small[2:]), 2)
+    if small:
+        result["small_commit_median_seconds"] = round(statistics.median(small[2:]), 2)
     changed = max(1, round(lines * CHANGE_SHARE))
     result["change_commit_seconds"] = round(
         write_lines(sales_lines(spark, lines - changed, changed, commits + 2, 30), table, options, path), 1
@@ -186,6 +206,10 @@ def _one_table(
     month = F.date_format(F.add_months(F.current_date(), -6), "yyyy-MM")
     result["month_read_seconds"] = round(
         _timed(lambda: _month(hudi.read(spark, path), table, month).count()), 2
+    )
+    order = lines // 2
+    result["order_read_seconds"] = round(
+        _timed(lambda: hudi.read(spark, path).where(F.col("order_id") == order).count()), 2
     )
     return result | _files(path)
 
@@ -198,7 +222,14 @@ def _month(frame: DataFrame, table: Table, month) -> DataFrame:
     return kept.where(F.col(partitioning.field) == month) if partitioning.derives_field else kept
 
 
-def measure(spark: SparkSession, settings: Settings, sizes: list[int], commits: int, report=print) -> dict:
+def measure(
+    spark: SparkSession,
+    settings: Settings,
+    sizes: list[int],
+    commits: int,
+    variant_lines: int,
+    report=print,
+) -> dict:
     results = []
     for lines in sizes:
         for by in GRANULARITIES:
@@ -215,39 +246,22 @@ def measure(spark: SparkSession, settings: Settings, sizes: list[int], commits: 
                 )
                 report(f"{lines:,} lines, {table.layer} by {by}: {found}")
                 shutil.rmtree(table.path(settings), ignore_errors=True)
-    footers = []
-    lines = sizes[0]
+    variants = []
     for table in _tables("month"):
-        for variant, extra in [
-            *((f"{codec}, no bloom filter", {"hoodie.parquet.compression.codec": codec}) for codec in CODECS),
-            (
-                "gzip, key bloom filter (Hudi's defaults)",
-                {"hoodie.parquet.compression.codec": "gzip", "hoodie.parquet.bloom.filter.enabled": "true"},
-            ),
-        ]:
-            path = table.path(settings)
-            shutil.rmtree(path, ignore_errors=True)
+        for variant, extra in VARIANTS.items():
             options = hudi_options(table, settings) | extra
-            seconds = write_lines(sales_lines(spark, 0, lines, 1, DAYS), table, options, path)
-            read = _timed(lambda: hudi.read(spark, path).count())
-            found = {
-                "layer": table.layer,
-                "variant": variant,
-                "load_seconds": round(seconds, 1),
-                "full_read_seconds": round(read, 2),
-                **_files(path),
-            }
-            footers.append(found)
-            report(f"{lines:,} lines, {table.layer} {variant}: {found}")
-            shutil.rmtree(path, ignore_errors=True)
+            found = _one_table(spark, settings, table, variant_lines, 0, options)
+            variants.append({"layer": table.layer, "variant": variant, **found})
+            report(f"{variant_lines:,} lines, {table.layer} {variant}: {found}")
+            shutil.rmtree(table.path(settings), ignore_errors=True)
     return {
         "days": DAYS,
         "small_commit_rows": ROWS_PER_SMALL_COMMIT,
         "commits": commits,
         "change_share": CHANGE_SHARE,
         "granularities": results,
-        "files_at": lines,
-        "files": footers,
+        "variants_at": variant_lines,
+        "variants": variants,
     }
 
 
@@ -258,32 +272,37 @@ def markdown(results: dict) -> str:
         f"(MERGE_ON_READ) and Silver unified orders (COPY_ON_WRITE) table of each "
         f"granularity; then {results['commits']} commits of "
         f"{results['small_commit_rows']} recent lines (median after two), one commit "
-        f"changing the newest {results['change_share']:.0%}, a full read and a read of one "
-        f"month. Files and bytes are every data file on storage afterwards.",
+        f"changing the newest {results['change_share']:.0%}, a full read, a read of one "
+        f"month and a lookup of one order. Files and bytes are every data file on storage "
+        f"afterwards.",
         "",
         "| sales lines | layer | granularity | load s | small commit s | 1% commit s "
-        "| full read s | month read s | partitions | data files | MiB | average file KiB |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| full read s | month read s | order read s | partitions | data files | MiB "
+        "| average file KiB |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results["granularities"]:
         lines.append(
             f"| {r['sales_lines']:,} | {r['layer']} | {r['granularity']} "
             f"| {r['load_seconds']} | {r['small_commit_median_seconds']} "
             f"| {r['change_commit_seconds']} | {r['full_read_seconds']} "
-            f"| {r['month_read_seconds']} | {r['partitions']:,} | {r['data_files']:,} "
+            f"| {r['month_read_seconds']} | {r['order_read_seconds']} | {r['partitions']:,} "
+            f"| {r['data_files']:,} "
             f"| {r['bytes'] / 2**20:,.1f} | {r['average_file_bytes'] / 2**10:,.0f} |"
         )
     lines += [
         "",
-        f"Codec and key bloom filter, {results['files_at']:,} lines by month (one load, then a full read):",
+        f"File format, lever by lever, {results['variants_at']:,} lines by month (a load, the "
+        f"{results['change_share']:.0%} commit, then the reads):",
         "",
-        "| layer | variant | load s | full read s | data files | MiB | average file KiB |",
-        "|---|---|---:|---:|---:|---:|---:|",
+        "| layer | variant | load s | 1% commit s | full read s | month read s | order read s "
+        "| data files | MiB | average file KiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in results["files"]:
+    for r in results["variants"]:
         lines.append(
-            f"| {r['layer']} | {r['variant']} | {r['load_seconds']} "
-            f"| {r['full_read_seconds']} | {r['data_files']:,} "
-            f"| {r['bytes'] / 2**20:,.2f} | {r['average_file_bytes'] / 2**10:,.0f} |"
+            f"| {r['layer']} | {r['variant']} | {r['load_seconds']} | {r['change_commit_seconds']} "
+            f"| {r['full_read_seconds']} | {r['month_read_seconds']} | {r['order_read_seconds']} "
+            f"| {r['data_files']:,} | {r['bytes'] / 2**20:,.2f} | {r['average_file_bytes'] / 2**10:,.0f} |"
         )
     return "\n".join(lines) + "\n"

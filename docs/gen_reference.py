@@ -258,7 +258,7 @@ def _derived_section(table, derived, settings) -> list[str]:
         ("transform", f"`{path}`"),
         (
             "fresh within",
-            f"{table.fresh_within} (runs again before each other table of a continuous pass)"
+            f"{table.fresh_within} (runs again between the other tables of a continuous pass)"
             if table.fresh_within
             else "—",
         ),
@@ -336,8 +336,9 @@ def tables_page(settings) -> str:
         "Run order of a pass (`lakehouse run`, a scheduled run), each table after the tables it "
         "reads and depth first: " + ", ".join(f"`{t.name}`" for t in derived) + ".",
         "",
-        "A pass of the continuous pipeline (`lakehouse run --continuous`), where tables "
-        "declaring `fresh within` run again before each of the others: "
+        "A pass of the continuous pipeline (`lakehouse run --continuous`) while it fits in "
+        "`CONTINUOUS_PASS_SECONDS`, where tables declaring `fresh within` run again before "
+        "each of the others (when it does not, before every second or third): "
         + ", ".join(f"`{t.name}`" for t in continuous_pass())
         + ".",
         "",

@@ -361,6 +361,13 @@ class Settings:
         POSITIVE,
         "How often streaming Bronze commits what Kafka brought: shorter is fresher, more commits.",
     )
+    continuous_pass_seconds: int = setting(
+        "CONTINUOUS_PASS_SECONDS",
+        90,
+        POSITIVE,
+        "How long a continuous pass may take (bounds how far a table trails its inputs); "
+        "the chain to `fresh_within` tables runs between the others as often as fits.",
+    )
     bronze_max_offsets_per_batch: int = setting(
         "BRONZE_MAX_OFFSETS_PER_BATCH",
         200_000,

@@ -186,8 +186,8 @@ class DerivedTable(Table):
     it is promoted into the table; the key's rules are added to them.
 
     `fresh_within` is how far behind its sources the continuous pipeline keeps the table: it
-    and the derived tables it reads run again before each other table of a pass, so a change
-    waits for one other table's run, not for the whole pass (pipeline/tables.py,
+    and the derived tables it reads run again between the other tables of a pass, so a
+    change waits for a few other tables' runs, not for the whole pass (pipeline/tables.py,
     `continuous_pass`)."""
 
     inputs: tuple[Input, ...]

@@ -134,7 +134,8 @@ def run(settings: Settings, full_refresh: bool = False) -> None:
 def run_continuously(settings: Settings, trigger_seconds: int, interval: int) -> None:
     """Bronze streams in a process of its own while this one brings Silver and Gold up to
     date in passes, a pass starting every `interval` s (at once when the last took longer);
-    a pass runs the tables with a freshness target between the others
+    a pass runs the tables with a freshness target between the others, as often as keeps it
+    within CONTINUOUS_PASS_SECONDS by what each table's last run took
     (pipeline.tables.continuous_pass).
 
     Two JVMs rather than one: within one Spark application a Silver or Gold job holds the
@@ -156,11 +157,15 @@ def run_continuously(settings: Settings, trigger_seconds: int, interval: int) ->
         )
         try:
             runner = Runner(session(settings, "silver-gold"), settings)
+            took: dict[str, float] = {}
             while bronze_process.poll() is None:
                 began = time.monotonic()
-                for table in continuous_pass():
+                for table in continuous_pass(took, settings.continuous_pass_seconds):
                     try:
-                        print(runner.run(table).line(), flush=True)
+                        report = runner.run(table)
+                        print(report.line(), flush=True)
+                        if report.mode != "idle":
+                            took[table.name] = report.seconds
                     except InputNotReady as waiting:
                         # Bronze has not landed this input yet: the next pass tries again.
                         print(_waiting(table, waiting), flush=True)

@@ -4,6 +4,9 @@ and a Spark session whose catalog holds them all (lakehouse/catalog.py registers
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+
 from pyspark.sql import SparkSession
 
 from bronze.tables import BRONZE_TABLES
@@ -36,11 +39,21 @@ def derived_tables() -> list[DerivedTable]:
     return ordered
 
 
-def continuous_pass(tables: list[DerivedTable] | None = None) -> list[DerivedTable]:
+def continuous_pass(
+    took: Mapping[str, float] | None = None,
+    budget: float = math.inf,
+    tables: list[DerivedTable] | None = None,
+) -> list[DerivedTable]:
     """One pass of the continuous pipeline over `tables` (all, in `derived_tables` order):
     every table once, and the tables with a freshness target, with the derived tables they
-    read, again before each of the others. An urgent change then waits for one other
-    table's run instead of a whole pass, at the price of the others running less often."""
+    read (the chain), again before other tables, so an urgent change waits for a few other
+    tables' runs instead of a whole pass.
+
+    The chain runs before every k-th other table, k the smallest with which the pass ends
+    within `budget` seconds, timed by what each table's last run with work took (`took`,
+    nothing while unknown): a table outside the chain waits for one pass at most, so the
+    budget bounds how far it trails its inputs. When the chain is cheap it runs before each
+    other table; when it is dear, as often as the others can afford."""
     tables = derived_tables() if tables is None else tables
     urgent = {t.name for t in tables if t.fresh_within}
     for table in reversed(tables):  # readers come after their inputs
@@ -48,7 +61,22 @@ def continuous_pass(tables: list[DerivedTable] | None = None) -> list[DerivedTab
             urgent |= {i.table.name for i in table.inputs if isinstance(i.table, DerivedTable)}
     chain = [t for t in tables if t.name in urgent]
     others = [t for t in tables if t.name not in urgent]
-    return [t for other in others for t in (*chain, other)] or chain
+    if not chain or not others:
+        return chain or others
+    took = took or {}
+
+    def seconds(group: list[DerivedTable]) -> float:
+        return sum(took.get(t.name, 0.0) for t in group)
+
+    every = next(
+        (
+            k
+            for k in range(1, len(others))
+            if math.ceil(len(others) / k) * seconds(chain) + seconds(others) <= budget
+        ),
+        len(others),
+    )
+    return [t for n, other in enumerate(others) for t in ((*chain, other) if n % every == 0 else (other,))]
 
 
 def declared_tables() -> list[Table]:

@@ -133,7 +133,28 @@ def test_a_continuous_pass_runs_the_chain_to_a_table_with_a_freshness_target_bet
     assert names == [name for other in others for name in (*chain, other)]
     # With no target a pass is every table once, in order.
     untimed = [dataclasses.replace(t, fresh_within=None) for t in derived_tables()]
-    assert continuous_pass(untimed) == untimed
+    assert continuous_pass(tables=untimed) == untimed
+
+
+def test_a_dear_chain_runs_only_as_often_as_the_pass_budget_affords():
+    chain = [UNIFIED_CUSTOMER_ORDERS.name, DAILY_SALES.name]
+    others = [table.name for table in derived_tables() if table.name not in chain]
+    took = {UNIFIED_CUSTOMER_ORDERS.name: 15.0, DAILY_SALES.name: 5.0} | dict.fromkeys(others, 5.0)
+    # Before each of the 7 others: 7 x 20 + 35 = 175 s; before every second: 4 x 20 + 35 = 115 s;
+    # every third: 3 x 20 + 35 = 95 s.
+    assert len(others) == 7
+
+    def chain_runs(budget: float) -> int:
+        return [t.name for t in continuous_pass(took, budget)].count(DAILY_SALES.name)
+
+    assert (chain_runs(175), chain_runs(174), chain_runs(115), chain_runs(95)) == (7, 4, 4, 3)
+    # However small the budget, every table runs once and the chain at least once.
+    names = [t.name for t in continuous_pass(took, 1)]
+    assert names == [*chain, *others]
+    # Still a pass of every table, with the chain just before the others it precedes.
+    names = [t.name for t in continuous_pass(took, 115)]
+    assert [n for n in names if n not in chain] == others
+    assert names[:3] == [*chain, others[0]]
 
 
 @pytest.mark.parametrize(
