@@ -339,7 +339,7 @@ def tables_page(settings) -> str:
         "A pass of the continuous pipeline (`lakehouse run --continuous`) while it fits in "
         "`CONTINUOUS_PASS_SECONDS`, where tables declaring `fresh within` run again before "
         "each of the others (when it does not, before every second or third): "
-        + ", ".join(f"`{t.name}`" for t in continuous_pass())
+        + ", ".join(f"`{t.name}`" for t in continuous_pass(dict.fromkeys((t.name for t in derived), 0.0)))
         + ".",
         "",
         "| table | layer | grain |",

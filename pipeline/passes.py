@@ -164,11 +164,13 @@ def run_continuously(settings: Settings, trigger_seconds: int, interval: int) ->
                     try:
                         report = runner.run(table)
                         print(report.line(), flush=True)
-                        if report.mode != "idle":
+                        # What a run with work costs; an idle run's cost only until one has had work.
+                        if report.mode != "idle" or table.name not in took:
                             took[table.name] = report.seconds
                     except InputNotReady as waiting:
                         # Bronze has not landed this input yet: the next pass tries again.
                         print(_waiting(table, waiting), flush=True)
+                        took.setdefault(table.name, 0.0)
                     except QualityGateFailed as blocked:
                         # Nothing was committed; the table stays blocked, the others go on,
                         # and each pass retries it until the rows are fixed at the source.

@@ -50,10 +50,11 @@ def continuous_pass(
     tables' runs instead of a whole pass.
 
     The chain runs before every k-th other table, k the smallest with which the pass ends
-    within `budget` seconds, timed by what each table's last run with work took (`took`,
-    nothing while unknown): a table outside the chain waits for one pass at most, so the
-    budget bounds how far it trails its inputs. When the chain is cheap it runs before each
-    other table; when it is dear, as often as the others can afford."""
+    within `budget` seconds, timed by what each table's last run with work took (`took`): a
+    table outside the chain waits for one pass at most, so the budget bounds how far it
+    trails its inputs. When the chain is cheap it runs before each other table; when it is
+    dear, as often as the others can afford; while some table's cost is unknown (the first
+    pass, a catch-up), once."""
     tables = derived_tables() if tables is None else tables
     urgent = {t.name for t in tables if t.fresh_within}
     for table in reversed(tables):  # readers come after their inputs
@@ -65,17 +66,13 @@ def continuous_pass(
         return chain or others
     took = took or {}
 
-    def seconds(group: list[DerivedTable]) -> float:
-        return sum(took.get(t.name, 0.0) for t in group)
+    def fits(every: int) -> bool:
+        if any(t.name not in took for t in tables):
+            return False
+        chain_runs = math.ceil(len(others) / every)
+        return chain_runs * sum(took[t.name] for t in chain) + sum(took[t.name] for t in others) <= budget
 
-    every = next(
-        (
-            k
-            for k in range(1, len(others))
-            if math.ceil(len(others) / k) * seconds(chain) + seconds(others) <= budget
-        ),
-        len(others),
-    )
+    every = next((k for k in range(1, len(others)) if fits(k)), len(others))
     return [t for n, other in enumerate(others) for t in ((*chain, other) if n % every == 0 else (other,))]
 
 
