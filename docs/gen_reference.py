@@ -336,10 +336,10 @@ def tables_page(settings) -> str:
         "Run order of a pass (`lakehouse run`, a scheduled run), each table after the tables it "
         "reads and depth first: " + ", ".join(f"`{t.name}`" for t in derived) + ".",
         "",
-        "A pass of the continuous pipeline (`lakehouse run --continuous`) while it fits in "
+        "A pass of the continuous pipeline (`lakehouse run --continuous`) that is on time for "
         "`CONTINUOUS_PASS_SECONDS`, where tables declaring `fresh within` run again before "
-        "each of the others (when it does not, before every second or third): "
-        + ", ".join(f"`{t.name}`" for t in continuous_pass(dict.fromkeys((t.name for t in derived), 0.0)))
+        "each of the others (a pass running late skips some of those runs): "
+        + ", ".join(f"`{t.name}`" for t in continuous_pass())
         + ".",
         "",
         "| table | layer | grain |",

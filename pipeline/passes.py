@@ -134,9 +134,8 @@ def run(settings: Settings, full_refresh: bool = False) -> None:
 def run_continuously(settings: Settings, trigger_seconds: int, interval: int) -> None:
     """Bronze streams in a process of its own while this one brings Silver and Gold up to
     date in passes, a pass starting every `interval` s (at once when the last took longer);
-    a pass runs the tables with a freshness target between the others, as often as keeps it
-    within CONTINUOUS_PASS_SECONDS by what each table's last run took
-    (pipeline.tables.continuous_pass).
+    a pass runs the tables with a freshness target between the others while it is on time
+    to end within CONTINUOUS_PASS_SECONDS (pipeline.tables.continuous_pass).
 
     Two JVMs rather than one: within one Spark application a Silver or Gold job holds the
     cores until it ends, so the streams' micro-batches (and everything downstream of them)
@@ -157,20 +156,16 @@ def run_continuously(settings: Settings, trigger_seconds: int, interval: int) ->
         )
         try:
             runner = Runner(session(settings, "silver-gold"), settings)
-            took: dict[str, float] = {}
             while bronze_process.poll() is None:
                 began = time.monotonic()
-                for table in continuous_pass(took, settings.continuous_pass_seconds):
+                for table in continuous_pass(
+                    lambda: time.monotonic() - began, settings.continuous_pass_seconds
+                ):
                     try:
-                        report = runner.run(table)
-                        print(report.line(), flush=True)
-                        # What a run with work costs; an idle run's cost only until one has had work.
-                        if report.mode != "idle" or table.name not in took:
-                            took[table.name] = report.seconds
+                        print(runner.run(table).line(), flush=True)
                     except InputNotReady as waiting:
                         # Bronze has not landed this input yet: the next pass tries again.
                         print(_waiting(table, waiting), flush=True)
-                        took.setdefault(table.name, 0.0)
                     except QualityGateFailed as blocked:
                         # Nothing was committed; the table stays blocked, the others go on,
                         # and each pass retries it until the rows are fixed at the source.

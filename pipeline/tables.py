@@ -5,7 +5,7 @@ and a Spark session whose catalog holds them all (lakehouse/catalog.py registers
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator
 
 from pyspark.sql import SparkSession
 
@@ -40,21 +40,20 @@ def derived_tables() -> list[DerivedTable]:
 
 
 def continuous_pass(
-    took: Mapping[str, float] | None = None,
+    elapsed: Callable[[], float] = lambda: 0.0,
     budget: float = math.inf,
     tables: list[DerivedTable] | None = None,
-) -> list[DerivedTable]:
+) -> Iterator[DerivedTable]:
     """One pass of the continuous pipeline over `tables` (all, in `derived_tables` order):
     every table once, and the tables with a freshness target, with the derived tables they
     read (the chain), again before other tables, so an urgent change waits for a few other
     tables' runs instead of a whole pass.
 
-    The chain runs before every k-th other table, k the smallest with which the pass ends
-    within `budget` seconds, timed by what each table's last run with work took (`took`): a
-    table outside the chain waits for one pass at most, so the budget bounds how far it
-    trails its inputs. When the chain is cheap it runs before each other table; when it is
-    dear, as often as the others can afford; while some table's cost is unknown (the first
-    pass, a catch-up), once."""
+    The chain runs first, and again before the n-th of the N other tables only while the
+    pass is on time to end within `budget` seconds: when no more than n/N of it has gone
+    (`elapsed`, asked as each table comes up). A table outside the chain waits for one pass
+    at most, so the budget bounds how far it trails its inputs: when the chain is cheap it
+    runs before every other table; when it is dear, as often as the others can afford."""
     tables = derived_tables() if tables is None else tables
     urgent = {t.name for t in tables if t.fresh_within}
     for table in reversed(tables):  # readers come after their inputs
@@ -62,18 +61,11 @@ def continuous_pass(
             urgent |= {i.table.name for i in table.inputs if isinstance(i.table, DerivedTable)}
     chain = [t for t in tables if t.name in urgent]
     others = [t for t in tables if t.name not in urgent]
-    if not chain or not others:
-        return chain or others
-    took = took or {}
-
-    def fits(every: int) -> bool:
-        if any(t.name not in took for t in tables):
-            return False
-        chain_runs = math.ceil(len(others) / every)
-        return chain_runs * sum(took[t.name] for t in chain) + sum(took[t.name] for t in others) <= budget
-
-    every = next((k for k in range(1, len(others)) if fits(k)), len(others))
-    return [t for n, other in enumerate(others) for t in ((*chain, other) if n % every == 0 else (other,))]
+    yield from chain
+    for n, other in enumerate(others):
+        if n and elapsed() <= budget * n / len(others):
+            yield from chain
+        yield other
 
 
 def declared_tables() -> list[Table]:

@@ -126,39 +126,40 @@ def test_a_pass_takes_a_sale_to_gold_before_it_turns_to_unrelated_tables():
     assert order.index(CUSTOMER_PROFILES.name) + 1 == order.index(CUSTOMER_SEGMENTS.name)
 
 
+CHAIN = [UNIFIED_CUSTOMER_ORDERS.name, DAILY_SALES.name]
+OTHERS = [table.name for table in derived_tables() if table.name not in CHAIN]
+
+
+def _timed_pass(seconds: dict[str, float], budget: float) -> list[str]:
+    """The tables of one pass, each run taking `seconds[name]` on a clock of its own."""
+    clock, ran = [0.0], []
+    for table in continuous_pass(lambda: clock[0], budget):
+        ran.append(table.name)
+        clock[0] += seconds[table.name]
+    return ran
+
+
 def test_a_continuous_pass_runs_the_chain_to_a_table_with_a_freshness_target_between_the_others():
-    chain = [UNIFIED_CUSTOMER_ORDERS.name, DAILY_SALES.name]
-    cheap = dict.fromkeys((table.name for table in derived_tables()), 1.0)
-    names = [table.name for table in continuous_pass(cheap)]
-    others = [table.name for table in derived_tables() if table.name not in chain]
-    assert names == [name for other in others for name in (*chain, other)]
+    names = [table.name for table in continuous_pass()]
+    assert names == [name for other in OTHERS for name in (*CHAIN, other)]
     # With no target a pass is every table once, in order.
     untimed = [dataclasses.replace(t, fresh_within=None) for t in derived_tables()]
-    assert continuous_pass(tables=untimed) == untimed
+    assert list(continuous_pass(tables=untimed)) == untimed
 
 
-def test_a_dear_chain_runs_only_as_often_as_the_pass_budget_affords():
-    chain = [UNIFIED_CUSTOMER_ORDERS.name, DAILY_SALES.name]
-    others = [table.name for table in derived_tables() if table.name not in chain]
-    took = {UNIFIED_CUSTOMER_ORDERS.name: 15.0, DAILY_SALES.name: 5.0} | dict.fromkeys(others, 5.0)
-    # Before each of the 7 others: 7 x 20 + 35 = 175 s; before every second: 4 x 20 + 35 = 115 s;
-    # every third: 3 x 20 + 35 = 95 s.
-    assert len(others) == 7
-
-    def chain_runs(budget: float) -> int:
-        return [t.name for t in continuous_pass(took, budget)].count(DAILY_SALES.name)
-
-    assert (chain_runs(175), chain_runs(174), chain_runs(115), chain_runs(95)) == (7, 4, 4, 3)
-    # However small the budget, every table runs once and the chain at least once; so it
-    # does while a table's cost is unknown.
-    names = [t.name for t in continuous_pass(took, 1)]
-    assert names == [*chain, *others]
-    unknown = {name: seconds for name, seconds in took.items() if name != others[-1]}
-    assert [t.name for t in continuous_pass(unknown, 1000)] == names
-    # Still a pass of every table, with the chain just before the others it precedes.
-    names = [t.name for t in continuous_pass(took, 115)]
-    assert [n for n in names if n not in chain] == others
-    assert names[:3] == [*chain, others[0]]
+def test_a_dear_chain_runs_only_while_the_pass_is_on_time_for_its_budget():
+    seconds = {UNIFIED_CUSTOMER_ORDERS.name: 15.0, DAILY_SALES.name: 5.0} | dict.fromkeys(OTHERS, 5.0)
+    assert len(OTHERS) == 7
+    # Before each of the seven others, the pass takes 7 x 20 + 35 = 175 s.
+    assert _timed_pass(seconds, 175) == [name for other in OTHERS for name in (*CHAIN, other)]
+    # Within 95 s: the chain first (20 s), then again before the n-th other (from 0) only
+    # when at most n/7 of 95 s has gone: before the third (at 35 s, 40.7 allowed) and the
+    # fifth (at 65 s, 67.9 allowed), not before the others (at 60 s, 54.3 allowed, say).
+    names = _timed_pass(seconds, 95)
+    assert names == [*CHAIN, *OTHERS[:3], *CHAIN, *OTHERS[3:5], *CHAIN, *OTHERS[5:]]
+    assert sum(seconds[name] for name in names) == 95
+    # However small the budget, every table runs once and the chain at least once.
+    assert _timed_pass(seconds, 1) == [*CHAIN, *OTHERS]
 
 
 @pytest.mark.parametrize(
