@@ -9,8 +9,10 @@ Its fingerprint (ml/models.py) says whether that gave the same model.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 from lakehouse.settings import Settings
 from ml.features import Snapshot
@@ -33,15 +35,39 @@ class Recorded:
         return all(same for _, same in self.earlier) if self.earlier else None
 
 
+def _store(settings: Settings) -> Path:
+    return settings.models_dir / "mlflow.db"
+
+
 def _mlflow(settings: Settings):
     import mlflow
 
     # Its INFO lines (database migrations, experiment creation) would bury the command's.
     for name in ("mlflow", "alembic"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    settings.models_dir.mkdir(parents=True, exist_ok=True)
-    mlflow.set_tracking_uri(f"sqlite:///{settings.models_dir / 'mlflow.db'}")
+    store = _store(settings)
+    if not store.exists():
+        _create(mlflow, store)
+    mlflow.set_tracking_uri(f"sqlite:///{store}")
     return mlflow
+
+
+def _create(mlflow, store: Path) -> None:
+    """Creates the store whole or not at all. MLflow creates its schema on first use in some
+    forty migration steps, and a store left between two of them (its process stopped, as
+    Streamlit stops a page's script when the browser leaves) is refused ever after as
+    "out-of-date". So the schema is built under another name and renamed when complete,
+    under a lock, since two processes may be first at once."""
+    store.parent.mkdir(parents=True, exist_ok=True)
+    with (store.parent / ".mlflow.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if store.exists():  # another process created it meanwhile
+            return
+        partial = store.with_name(f"{store.name}.creating")
+        partial.unlink(missing_ok=True)
+        mlflow.set_tracking_uri(f"sqlite:///{partial}")
+        mlflow.search_experiments(max_results=1)
+        partial.rename(store)
 
 
 def _experiment(mlflow, settings: Settings, model: str) -> str:
@@ -90,7 +116,9 @@ def record(settings: Settings, model: str, snapshot: Snapshot, trained: Trained)
 
 def runs(settings: Settings, model: str) -> list[dict]:
     """Every recorded training of `model`, newest first: run id, table, commit, fingerprint,
-    metrics."""
+    metrics. Reading creates nothing: before the first training there is no store."""
+    if not _store(settings).exists():
+        return []
     mlflow = _mlflow(settings)
     found = mlflow.get_experiment_by_name(f"{EXPERIMENT_PREFIX}{model}")
     if not found:

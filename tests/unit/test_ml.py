@@ -13,7 +13,7 @@ import pytest
 
 from gold.tables import DEMAND_FORECASTING_TS
 from lakehouse.settings import ConfigurationError, load
-from ml import features, models
+from ml import features, models, tracking
 
 
 def _customers(seed: int) -> pandas.DataFrame:
@@ -128,3 +128,16 @@ def test_a_table_without_data_says_to_run_the_pipeline(tmp_path):
     settings = dataclasses.replace(load(), warehouse=str(tmp_path))
     with pytest.raises(ConfigurationError, match="has no data yet .* run `lakehouse run` first"):
         features.resolve(settings, DEMAND_FORECASTING_TS)
+
+
+def test_reading_the_model_store_creates_nothing_and_a_half_built_one_is_replaced(tmp_path):
+    settings = dataclasses.replace(load(), models_dir=tmp_path)
+    assert tracking.runs(settings, "demand") == []
+    assert list(tmp_path.iterdir()) == []
+    # What a creation stopped between two of MLflow's migrations leaves behind.
+    (tmp_path / "mlflow.db.creating").write_bytes(b"half a schema")
+    customers = _customers(1)
+    snapshot = features.Snapshot("gold.t", "001", "002", customers)
+    recorded = tracking.record(settings, "segmentation", snapshot, models.segmentation(customers))
+    assert not (tmp_path / "mlflow.db.creating").exists()
+    assert [r["run_id"] for r in tracking.runs(settings, "segmentation")] == [recorded.run_id]
