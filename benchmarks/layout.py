@@ -19,6 +19,9 @@ sizing (the largest base file, and the size below which new rows are packed into
 existing file).
 """
 
+# Why one module: both halves load, change and read the same two tables with the same
+# helpers, and one results file and one page of the docs report them together.
+
 from __future__ import annotations
 
 import dataclasses
