@@ -61,11 +61,15 @@ simulate: ## run the live workload for DURATION seconds (default 60)
 notebooks: install env ## open JupyterLab on notebooks/ with the project's environment (after `make up`)
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --ip=127.0.0.1 --port=$${NOTEBOOK_PORT:-8888}
 
-test: install env ## unit and integration tests (starts the native services when needed)
-	$(VENV)/bin/pytest -q --durations=15 -m "not long"
+# The unit tests run in a random order (pytest-randomly prints the seed, and
+# `pytest tests/unit --randomly-seed=N` replays it); the integration tests build on
+# the stack they share, so they keep the order they are written in (tests/integration/conftest.py).
+test: install env ## every test: the unit tests, then the integration tests with every fault scenario (starts the native services when none run)
+	$(VENV)/bin/pytest -q tests/unit
+	$(VENV)/bin/pytest -q --durations=20 tests/integration
 
-test-long: install env ## the long integration tests: the fault matrix (one kill per part), kill -9 of a Bronze and a Silver write, the cluster pass, Connect stopped, bulk loads across a killed and a stopped Connect (~17 min)
-	$(VENV)/bin/pytest -q --durations=5 -m long
+test-long: install env ## only the long scenarios that `make test` runs too: the fault matrix, kill -9 of a Bronze and a Silver write, the cluster pass, Connect stopped, bulk loads across a killed and a stopped Connect
+	$(VENV)/bin/pytest -q --durations=5 -m long tests/integration
 
 lint: install ## style checks: ruff (lint and layout) over the Python, sqlfluff over the transforms' SQL
 	$(VENV)/bin/ruff check .

@@ -131,6 +131,14 @@ def _rebuild_reason(inputs: dict[str, timeline.Timeline], consumed: dict[str, st
     return None
 
 
+def sides(rows: DataFrame, verdict: quality.Verdict, keys: list[str]) -> tuple[DataFrame, DataFrame]:
+    """`rows` split by the gate's verdict: those promoted to the table, and those kept out,
+    with the rules they broke and whether they are held back or quarantined."""
+    return rows.join(verdict.quarantined.select(keys), keys, "left_anti"), rows.join(
+        verdict.quarantined, keys
+    )
+
+
 def utc_now() -> datetime:
     """Naive UTC, as Spark hands timestamps to Python (lakehouse/spark.py sets the zone)."""
     return datetime.now(UTC).replace(tzinfo=None)
@@ -179,10 +187,13 @@ class Runner:
                 reason = str(error)
         return self._rebuild(table, transform, ends, began, reason)
 
-    def full_result(self, table: DerivedTable) -> DataFrame:
-        """The transform over the inputs' whole snapshots: what `--full-refresh` validates,
-        then promotes or keeps out row by row."""
-        return self._transform(table, self._snapshots(table))
+    def full_result(self, table: DerivedTable) -> tuple[DataFrame, DataFrame]:
+        """What `--full-refresh` would write, without writing it: the transform over the
+        inputs' whole snapshots, split by the gate into the rows promoted to the table and
+        the rows kept out (with `quarantine_rules` and `quarantine_status`)."""
+        result = self._transform(table, self._snapshots(table))
+        verdict = self.gate.validate(table.name, table.rules, table.record_key, result, self.clock())
+        return sides(result, verdict, list(table.record_key))
 
     def record_results(self) -> None:
         """Writes the validation results gathered since the last call to each layer's
@@ -273,7 +284,7 @@ class Runner:
         longer kept out (fixed, or promoted now that a late dimension arrived) leave."""
         keys, quarantine = list(table.record_key), table.quarantine
         kept_out = (
-            candidates.join(verdict.quarantined, keys)
+            sides(candidates, verdict, keys)[1]
             .withColumn("input_instants", F.lit(json.dumps(ends, sort_keys=True)))
             .withColumn("quarantined_at", F.current_timestamp())
             .withColumn(DELETED, F.lit(False))
@@ -366,7 +377,7 @@ class Runner:
         try:
             verdict = self._validate(table, result, ends, full_refresh=True)
             self._keep_out(table, result, verdict, None, ends)
-            promoted = result.join(verdict.quarantined.select(keys), keys, "left_anti")
+            promoted, _ = sides(result, verdict, keys)
             write(
                 promoted.withColumn(DELETED, F.lit(False)),
                 table,

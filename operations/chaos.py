@@ -275,7 +275,9 @@ def run(spark: SparkSession, settings: Settings, plan: ChaosPlan, report=print) 
     _settle(spark, settings, timeout=300, report=report)
     with database.connect(settings, LAKEHOUSE_READER, autocommit=True) as db:
         result.verdicts = verify.bronze(spark, settings, db, BRONZE_TABLES)
-    result.verdicts += [verify.derived_against_rebuild(spark, settings, t) for t in derived_tables()]
+    result.verdicts += [
+        v for t in derived_tables() for v in verify.derived_against_rebuild(spark, settings, t)
+    ]
     result.seconds = time.monotonic() - began
     return result
 

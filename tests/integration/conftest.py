@@ -12,11 +12,28 @@ from ingestion import database
 from tests.support import drain_until_equal, run_all, run_workload
 
 
+# After pytest-randomly's shuffle: integration tests build on the stack they share, so they
+# run in the order they are written.
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
-    """Marks every test under this folder, so `pytest -m "not integration"` leaves them out."""
-    for item in items:
-        if "integration" in item.nodeid.split("/"):
-            item.add_marker(pytest.mark.integration)
+    """Marks every test under this folder, so `pytest -m "not integration"` leaves them out,
+    and runs the long scenarios after the rest, those that leave a long change log behind
+    last: every later pass would read it."""
+    ours = [item for item in items if "integration" in item.nodeid.split("/")]
+    for item in ours:
+        item.add_marker(pytest.mark.integration)
+    items[:] = [item for item in items if item not in ours] + sorted(ours, key=_order)
+
+
+def _order(item) -> tuple:
+    path, line, _ = item.reportinfo()
+    callspec = getattr(item, "callspec", None)
+    return (
+        *(item.get_closest_marker(m) is not None for m in ("long", "leaves_history")),
+        str(path),
+        line or 0,
+        tuple(callspec.indices.values()) if callspec else (),
+    )
 
 
 @pytest.fixture

@@ -162,7 +162,8 @@ def test_bad_rows_and_events_are_kept_out_with_their_reason_and_promoted_once_fi
     assert (BAD_EMAIL_CUSTOMER,) not in promoted_keys(spark, services, CUSTOMER_PROFILES)
     counts = reports[ORDERS.name].reconciliation
     assert counts.rows_in == counts.promoted + counts.quarantined + counts.held_back + counts.removed
-    assert (counts.quarantined, counts.held_back) >= (4, 1)
+    assert counts.quarantined >= 4
+    assert counts.held_back >= 1
     results = snapshot(spark, quality_results_table("silver"), services).where(
         (F.col("table_name") == ORDERS.name) & (F.col("rule") == "quantity > 0") & ~F.col("success")
     )

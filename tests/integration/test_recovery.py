@@ -102,8 +102,9 @@ ATTEMPTS_TO_STOP_MID_LOAD = 2
 # on its way out: both are tried under both kinds of load (COPY and INSERT ... SELECT are each
 # one large transaction in the WAL, which is what Debezium reads). Each takes minutes and adds
 # 120,000 changes (its lines, then their deletion) that every later drain and pass of the
-# session takes, so the whole matrix is `make test-long`.
+# session would take, so they run last (tests/integration/conftest.py).
 @pytest.mark.long
+@pytest.mark.leaves_history
 @pytest.mark.parametrize(
     ("load", "crash"),
     [

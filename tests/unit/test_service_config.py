@@ -1,10 +1,12 @@
 """The Docker Compose file, the native configs and the connector JSON stay in step."""
 
 import re
+import shutil
 import subprocess
 import uuid
 from pathlib import Path
 
+import pytest
 import yaml
 
 from infra.native import kafka
@@ -118,9 +120,11 @@ def test_connect_provides_every_variable_the_connector_refers_to():
 def test_compose_file_is_valid_for_docker_compose_when_available():
     from lakehouse.settings import SECRET_VARIABLES
 
-    probe = subprocess.run(["docker", "compose", "version"], capture_output=True)
-    if probe.returncode != 0:
-        return  # the YAML checks above still ran; the plugin is optional on CI hosts
+    if (
+        shutil.which("docker") is None
+        or subprocess.run(["docker", "compose", "version"], capture_output=True).returncode
+    ):
+        pytest.skip("no `docker compose` on this machine: the YAML checks above still ran")
     result = subprocess.run(
         [
             "docker",
