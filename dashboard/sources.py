@@ -342,8 +342,9 @@ def _consumed(settings: Settings, table: DerivedTable) -> dict[str, str] | None:
 
 
 def services(settings: Settings) -> list[stack.ServiceStatus]:
+    """The services, and the demo's workers (the simulator, the pipeline...) while it runs."""
     try:
-        return stack.status(settings)
+        return stack.status(settings) + workers.processes(settings)
     except (psycopg.Error, requests.RequestException) as error:
         # A service answers on its port but refuses the question (a changed password...).
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__

@@ -73,7 +73,7 @@ def ensure(settings: Settings) -> bool:
 
 
 def _create_tables(settings: Settings) -> None:
-    driver = metastore_driver_jar(settings.state_dir)
+    driver = metastore_driver_jar(settings.jars_dir)
     with tempfile.TemporaryDirectory() as work:
         model = Path(work) / "package.jdo"
         with zipfile.ZipFile(next(SPARK_JARS.glob("hive-metastore-*.jar"))) as jar:

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import psycopg
+import psycopg.errors
 
 from ingestion import generators
 from ingestion.seed import COLUMNS
@@ -24,6 +25,9 @@ from lakehouse import domain
 from lakehouse.settings import ConfigurationError
 
 RECENT_ORDERS = 300
+# Each attempt reads the ids another writer took meanwhile; only a writer inserting faster
+# than this workload re-reads could take the next id every time.
+KEY_CONFLICT_ATTEMPTS = 5
 # Products the bad-row mix references without creating them: far above the catalog's ids,
 # which grow by one per new product.
 UNKNOWN_PRODUCT_IDS = 10_000_000
@@ -300,17 +304,34 @@ class OltpWorkload:
         may or may not have committed, so the id ranges are read again and the deleted lines
         kept for re-insertion are forgotten (their delete may have been rolled back)."""
         assert conn.autocommit, "each step must commit on its own"
-        fresh = KeySpace.load(conn)
         self.conn = conn
+        self._read_id_ranges()
+        self.keys.deleted_lines.clear()
+
+    def _read_id_ranges(self) -> None:
+        fresh = KeySpace.load(self.conn)
         self.keys.max_customer_id = fresh.max_customer_id
         self.keys.max_product_id = fresh.max_product_id
         self.keys.max_order_id = fresh.max_order_id
-        self.keys.deleted_lines.clear()
 
     def step(self) -> str:
         if self.bad_share and self.rng.random() < self.bad_share:
             operation = self.rng.choices(list(BAD_OPERATIONS), weights=list(BAD_OPERATIONS.values()))[0]
         else:
             operation = self.rng.choices(self.operations, weights=self.weights)[0]
-        with self.conn.transaction():
-            return operation(self.conn, self.rng, self.keys, datetime.now(UTC))
+        return self.run(operation)
+
+    def run(self, operation: Operation) -> str:
+        """One operation in its own transaction. Other clients write the same tables: where
+        one took the next id this workload meant to use, the transaction rolled back whole,
+        so the id ranges are read again and the operation tried anew."""
+        attempts_left = KEY_CONFLICT_ATTEMPTS
+        while True:
+            try:
+                with self.conn.transaction():
+                    return operation(self.conn, self.rng, self.keys, datetime.now(UTC))
+            except psycopg.errors.UniqueViolation:
+                attempts_left -= 1
+                if not attempts_left:
+                    raise
+                self._read_id_ranges()

@@ -33,7 +33,7 @@ def pgjdbc() -> str:
     return f"org.postgresql:postgresql:{read_versions()['PGJDBC_VERSION']}"
 
 
-def jar_file(coordinates: str, state_dir: Path) -> Path:
+def jar_file(coordinates: str, jars_dir: Path) -> Path:
     """Where `make install` puts one artifact's jar, without its dependencies."""
     _, artifact, version = coordinates.split(":")
-    return state_dir / "jars" / f"{artifact}-{version}" / f"{artifact}-{version}.jar"
+    return jars_dir / f"{artifact}-{version}" / f"{artifact}-{version}.jar"

@@ -25,12 +25,12 @@ SPARK_JARS = Path(pyspark.__file__).resolve().parent / "jars"
 JAVA_RELEASE = "17"
 
 
-def project_jar(state_dir: Path) -> Path:
+def project_jar(jars_dir: Path) -> Path:
     sources = sorted(source for directory in SOURCE_DIRS for source in directory.rglob("*.java"))
     digest = hashlib.sha256()
     for source in sources:
         digest.update(source.relative_to(ROOT).as_posix().encode() + b"\0" + source.read_bytes())
-    jar = state_dir / "jars" / f"retailmax-{digest.hexdigest()[:12]}.jar"
+    jar = jars_dir / f"retailmax-{digest.hexdigest()[:12]}.jar"
     if jar.exists():
         return jar
     if shutil.which("javac") is None:
@@ -70,4 +70,4 @@ def project_jar(state_dir: Path) -> Path:
 if __name__ == "__main__":
     from lakehouse.settings import load
 
-    print(f"the project's Java classes: {project_jar(load().state_dir)}")
+    print(f"the project's Java classes: {project_jar(load().jars_dir)}")

@@ -58,10 +58,11 @@ class ConfigurationError(RuntimeError):
     """A setting is missing or wrong; the message says what to fix."""
 
 
-def load_env_file(path: Path = ENV_FILE) -> None:
-    """Adds `KEY=value` lines of `path` to os.environ; the real environment wins."""
+def read_env_file(path: Path = ENV_FILE) -> dict[str, str]:
+    """The `KEY=value` lines of `path` (none if it does not exist)."""
     if not path.exists():
-        return
+        return {}
+    found = {}
     for number, line in enumerate(path.read_text().splitlines(), start=1):
         line = line.strip()
         if not line or line.startswith("#"):
@@ -69,7 +70,14 @@ def load_env_file(path: Path = ENV_FILE) -> None:
         key, sep, value = line.partition("=")
         if not sep or not key.strip().isidentifier():
             raise ConfigurationError(f"{path}:{number}: expected KEY=value, got {line!r}")
-        os.environ.setdefault(key.strip(), value.strip().strip('"').strip("'"))
+        found[key.strip()] = value.strip().strip('"').strip("'")
+    return found
+
+
+def load_env_file(path: Path = ENV_FILE) -> None:
+    """Adds the `KEY=value` lines of `path` to os.environ; the real environment wins."""
+    for key, value in read_env_file(path).items():
+        os.environ.setdefault(key, value)
 
 
 def write_env_file(path: Path = ENV_FILE) -> list[str]:
@@ -230,6 +238,13 @@ class Settings:
         PATH,
         "What the demo makes and keeps (jars, services' data, logs, by default the warehouse); "
         "another folder keeps two checkouts' demos apart.",
+    )
+    jars_dir: Path = setting(
+        "LAKEHOUSE_JARS_DIR",
+        "${LAKEHOUSE_STATE_DIR}/jars",
+        PATH,
+        "The jars `make install` fetches and builds (Kafka, Debezium, Hudi, drivers, the "
+        "project's classes); the test session uses the demo's.",
     )
     pg_host: str = setting(
         "PGHOST",

@@ -75,7 +75,7 @@ def session_config(settings: Settings) -> dict[str, str]:
         "spark.jars.packages": ",".join(spark_packages(settings)),
         "spark.jars.ivySettings": str(IVY_SETTINGS),
         # The project's Java classes (lakehouse/jvm.py), on the driver and every executor.
-        "spark.jars": str(project_jar(settings.state_dir)),
+        "spark.jars": str(project_jar(settings.jars_dir)),
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",
         "spark.kryo.registrator": "org.apache.spark.HoodieSparkKryoRegistrar",
         "spark.sql.extensions": "org.apache.spark.sql.hudi.HoodieSparkSessionExtension",
@@ -156,7 +156,7 @@ LOCAL_DRIVER = {
 
 def installed_jar(coordinates: str, settings: Settings) -> Path:
     """A jar `make install` put under the state directory (infra/native/jars.py)."""
-    jar = artifacts.jar_file(coordinates, settings.state_dir)
+    jar = artifacts.jar_file(coordinates, settings.jars_dir)
     if not jar.exists():
         raise ConfigurationError(f"{coordinates} is not installed ({jar} is missing): run `make install`")
     return jar

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from infra import stack
-from infra.workers import COMPOSE_SERVICES, WORKERS, worker
+from infra.workers import COMPOSE_SERVICES, WORKERS, Exits, worker
 from ingestion.seed import SeedSize, seed
 from lakehouse.settings import Settings
 from pipeline.commands import lakehouse
@@ -23,6 +23,7 @@ def up(settings: Settings, mode: str = "auto", report=print) -> None:
             continue
         process = worker(settings, name)
         if not process.running():
+            Exits.path(settings, name).unlink(missing_ok=True)
             process.start(lakehouse(*arguments))
         report(f"{name:<9} running (log {process.log})")
     report(

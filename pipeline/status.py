@@ -1,5 +1,5 @@
-"""`lakehouse status`: the services, the pages beside them, the analysts' sign-in and what
-the Bronze streams kept out, one line each."""
+"""`lakehouse status`: the services, the demo's workers, the pages beside them, the analysts'
+sign-in and what the Bronze streams kept out, one line each."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from lakehouse.settings import Settings
 
 
 def show(settings: Settings) -> bool:
-    """Prints the status; returns whether every service is healthy."""
-    statuses = stack.status(settings)
+    """Prints the status; returns whether every service, and every worker of a running demo,
+    is healthy."""
+    statuses = stack.status(settings) + workers.processes(settings)
     for status in statuses:
         print(status.line())
     # The pages run with the demo only, so one that is not up fails no status check.

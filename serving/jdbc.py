@@ -100,7 +100,7 @@ def server_config(settings: Settings) -> dict[str, str]:
     scratch space in places its OS account can use."""
     base = spark.session_config(settings)
     hudi = spark.installed_jar(artifacts.hudi_bundle(), settings)
-    project = project_jar(settings.state_dir)
+    project = project_jar(settings.jars_dir)
     scratch = scratch_dir(settings)
     return (
         base
@@ -151,7 +151,7 @@ def command(settings: Settings) -> list[str]:
         *spark_keys,
         "--class",
         MAIN_CLASS,
-        str(project_jar(settings.state_dir)),
+        str(project_jar(settings.jars_dir)),
         *other_keys,
     ]
 

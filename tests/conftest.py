@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lakehouse import settings as settings_module
+from lakehouse.settings import PORT, Settings, declared
 
 # Before any test module imports it: its helpers' assertions then show their values on failure.
 pytest.register_assert_rewrite("tests.support")
@@ -17,25 +18,17 @@ def _runs_integration_tests(session: pytest.Session) -> bool:
     return any(item.get_closest_marker("integration") for item in session.items)
 
 
+# A test session's services listen this far above the demo's ports: a running demo keeps
+# its own Postgres, Kafka, Connect and JDBC server, and never sees the tests' rows.
+TEST_PORT_OFFSET = 10_000
+
+
 @pytest.fixture(scope="session", autouse=True)
-def project_secrets(request):
+def project_secrets():
     """The project's secrets in this process's environment, where the `lakehouse` commands
-    the tests start find them too (`tests.support.cli_env` passes it on).
-
-    With integration tests, the demo's, from `./.env`, which is written first as `make env`
-    writes it when it lacks a secret: the services a session reuses or starts are the
-    demo's, and they keep the passwords they were set up with (a running stack; the native
-    Postgres cluster under the state directory, whose owner's password `initdb` takes once;
-    Docker Compose, which reads `.env` itself), so other secrets would lock the tests out
-    of them, or the demo out of what the tests set up.
-
-    Unit tests alone reach no service: each secret the environment lacks gets a random value
-    for the session, in memory, and the repository is left as it was."""
-    if _runs_integration_tests(request.session):
-        settings_module.write_env_file()
-        settings_module.load_env_file()
-        yield
-        return
+    the tests start find them too (`tests.support.cli_env` passes it on): each one the
+    environment lacks gets a random value for the session, in memory. The services a session
+    starts are its own, set up with these, so the demo's `.env` is neither read nor written."""
     with pytest.MonkeyPatch.context() as environment:
         for name in settings_module.SECRET_VARIABLES:
             if name not in os.environ:
@@ -43,11 +36,30 @@ def project_secrets(request):
         yield
 
 
+def isolated(base: Settings, state_dir: Path) -> Settings:
+    """`base` moved to a state directory and ports of its own, with the jars it already has:
+    everything a test session starts, writes and stops is apart from the demo's."""
+    shifted = {
+        name: getattr(base, name) + TEST_PORT_OFFSET for name, s in declared().items() if s.kind is PORT
+    }
+    return dataclasses.replace(
+        base,
+        state_dir=state_dir,
+        jars_dir=base.jars_dir.resolve(),
+        models_dir=state_dir / "models",
+        pg_host="localhost",
+        kafka_bootstrap=f"localhost:{base.kafka_port + TEST_PORT_OFFSET}",
+        connect_url=f"http://localhost:{base.connect_port + TEST_PORT_OFFSET}",
+        **shifted,
+    )
+
+
 @pytest.fixture(scope="session")
 def settings(tmp_path_factory, request):
-    """The project's settings, with a warehouse of the test session's own. With integration
-    tests, also a metastore database and a JDBC server port of its own, so that a running
-    demo keeps its catalog; unit tests alone keep the catalog in the Spark process."""
+    """The project's settings for a session of its own: its state directory (services' data,
+    logs, models) and ports, and a warehouse of its own. With integration tests, the catalog
+    is the shared metastore in the session's own Postgres; unit tests alone keep it in the
+    Spark process."""
     # Readable by all, as the demo's is, for the JDBC server's OS account
     # (infra/native/thrift.py): pytest's temporary directories are their owner's only.
     warehouse = Path(tempfile.mkdtemp(prefix="retailmax-test-warehouse-"))
@@ -55,15 +67,14 @@ def settings(tmp_path_factory, request):
     base = settings_module.load()
     integration = _runs_integration_tests(request.session)
     yield dataclasses.replace(
-        base,
+        isolated(base, (base.state_dir / "test-session").resolve()),
         warehouse=str(warehouse),
         quality_dir=tmp_path_factory.mktemp("quality"),
         checkpoints=str(warehouse / "_checkpoints"),
         shuffle_partitions=2,
         spark_ui=False,
         compact_every_delta_commits=3,
-        metastore_database="metastore_tests" if integration else "",
-        thrift_port=base.thrift_port + 1,
+        metastore_database=base.metastore_database if integration else "",
         thrift_memory="1g",
     )
     shutil.rmtree(warehouse, ignore_errors=True)
@@ -71,23 +82,21 @@ def settings(tmp_path_factory, request):
 
 @pytest.fixture(scope="session")
 def services(settings):
-    """The real services: a running stack is reused, otherwise the native one is started
-    for the session and stopped at its end."""
-    from bronze.tables import personal_columns
-    from infra import metastore, stack
-    from ingestion import database
+    """The session's own services: the native stack, started under the session's state
+    directory on its own ports, seeded, and stopped at the end. A stack an interrupted
+    session left there is stopped first (it is no one else's) and its state deleted, since
+    its passwords were that session's."""
+    from infra import stack
     from ingestion.seed import SeedSize, seed
 
-    already_up = all(s.healthy for s in stack.status(settings))
-    if already_up:
-        database.apply_schema(settings, personal_columns())
-        metastore.ensure(settings)
-    else:
-        stack.start(settings, "native")
-    seed(settings, SeedSize.for_lines(2_000))
-    _seed_events(settings)
-    yield settings
-    if not already_up:
+    stack.stop(settings, report=lambda line: None)
+    shutil.rmtree(settings.state_dir, ignore_errors=True)
+    stack.start(settings, "native")
+    try:
+        seed(settings, SeedSize.for_lines(2_000))
+        _seed_events(settings)
+        yield settings
+    finally:
         stack.stop(settings)
 
 

@@ -16,11 +16,15 @@ from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
+import psycopg
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from bronze.job import BronzeJob
 from bronze.tables import BRONZE_TABLES
+from infra.native.process import port_open
+from ingestion import connector
+from ingestion.database import SOURCE_TABLES
 from ingestion.events import encode
 from ingestion.topics import CLICKSTREAM_TOPIC, event_key
 from ingestion.workload import OltpWorkload
@@ -28,6 +32,7 @@ from lakehouse.catalog import exists
 from lakehouse.hudi import snapshot
 from lakehouse.incremental import Runner, utc_now
 from lakehouse.reports import RunReport
+from lakehouse.settings import read_env_file
 from lakehouse.tables import Table
 from pipeline import verify
 from pipeline.commands import lakehouse
@@ -231,3 +236,54 @@ def send_clicks(producer: KafkaProducer, events: list[dict]) -> None:
     for event in events:
         producer.send(CLICKSTREAM_TOPIC, key=event_key(CLICKSTREAM_TOPIC, event), value=encode(event))
     producer.flush()
+
+
+# A demo running beside the tests.
+
+
+def demo_state(demo) -> dict | None:
+    """What a demo running beside the test session holds and serves, read with the demo's
+    own settings and `.env` (only read): whether each service answers and the connector
+    runs; its source tables and databases; its topics' end offsets; its warehouse's files.
+    None when no demo runs. A test session must leave all of it as it found it."""
+    secrets = read_env_file(ROOT / ".env")
+    if not port_open("localhost", demo.pg_port) or "PGPASSWORD" not in secrets:
+        return None
+    serving = {
+        name: port_open("localhost", port)
+        for name, port in (
+            ("postgres", demo.pg_port),
+            ("kafka", demo.kafka_port),
+            ("connect", demo.connect_port),
+            ("thrift", demo.thrift_port),
+        )
+    }
+    serving["debezium"] = serving["connect"] and connector.is_running(connector.connector_status(demo))
+    with psycopg.connect(**demo.pg_params(password=secrets["PGPASSWORD"])) as db:
+        databases = sorted(name for (name,) in db.execute("SELECT datname FROM pg_database"))
+        source = {
+            table: db.execute(
+                f"SELECT count(*), md5(string_agg(t::text, ',' ORDER BY t::text)) FROM retail.{table} t"
+            ).fetchone()
+            for table in SOURCE_TABLES
+        }
+    consumer = KafkaConsumer(bootstrap_servers=demo.kafka_bootstrap)
+    try:
+        partitions = [
+            TopicPartition(topic, partition)
+            for topic in sorted(consumer.topics())
+            if not topic.startswith("_")
+            for partition in sorted(consumer.partitions_for_topic(topic))
+        ]
+        topics = {
+            f"{p.topic}/{p.partition}": offset for p, offset in consumer.end_offsets(partitions).items()
+        }
+    finally:
+        consumer.close()
+    warehouse = Path(demo.warehouse)
+    files = {
+        str(path.relative_to(warehouse)): path.stat().st_size
+        for path in sorted(warehouse.rglob("*"))
+        if path.is_file()
+    }
+    return {"serving": serving, "databases": databases, "source": source, "topics": topics, "files": files}

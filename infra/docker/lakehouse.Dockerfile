@@ -12,7 +12,7 @@ WORKDIR /opt/retailmax
 COPY . .
 RUN pip install --no-cache-dir -q -e . \
     && python -c "from infra.native.jars import hudi_bundle_jar, metastore_driver_jar; \
-from pathlib import Path; [f(Path('.lake')) for f in (hudi_bundle_jar, metastore_driver_jar)]" \
+from pathlib import Path; [f(Path('.lake/jars')) for f in (hudi_bundle_jar, metastore_driver_jar)]" \
     && python -m lakehouse.jvm \
     && SPARK_UI=false python -m lakehouse.spark
 # The JDBC server's account (docker-compose.yml's `thrift` runs as it): it may write its

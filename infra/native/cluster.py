@@ -80,7 +80,7 @@ class HdfsDaemon(ClusterDaemon):
             "java",
             f"-Xmx{DAEMON_HEAP}",
             "-cp",
-            f"{conf}:{hadoop_classpath(self.settings.state_dir)}",
+            f"{conf}:{hadoop_classpath(self.settings.jars_dir)}",
             self.main_class,
         ]
 

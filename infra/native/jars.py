@@ -60,10 +60,10 @@ def _require_maven() -> None:
         )
 
 
-def ensure_jars(state_dir: Path) -> Jars:
+def ensure_jars(jars_dir: Path) -> Jars:
     versions = read_versions()
-    kafka_dir = state_dir / "jars" / f"kafka-{versions['KAFKA_VERSION']}"
-    plugins = state_dir / "jars" / f"connect-plugins-debezium-{versions['DEBEZIUM_VERSION']}"
+    kafka_dir = jars_dir / f"kafka-{versions['KAFKA_VERSION']}"
+    plugins = jars_dir / f"connect-plugins-debezium-{versions['DEBEZIUM_VERSION']}"
     _resolve("kafka.pom.xml", "kafka.version", versions["KAFKA_VERSION"], kafka_dir)
     # Connect isolates each plugin in its own class loader: one folder per plugin.
     _resolve(
@@ -72,35 +72,35 @@ def ensure_jars(state_dir: Path) -> Jars:
         versions["DEBEZIUM_VERSION"],
         plugins / "debezium-connector-postgres",
     )
-    metastore_driver_jar(state_dir)
-    hudi_bundle_jar(state_dir)
+    metastore_driver_jar(jars_dir)
+    hudi_bundle_jar(jars_dir)
     return Jars(kafka_classpath=f"{kafka_dir}/*", plugin_path=plugins)
 
 
-def hadoop_classpath(state_dir: Path) -> str:
+def hadoop_classpath(jars_dir: Path) -> str:
     """The HDFS NameNode's and DataNode's jars (`make cluster`)."""
     version = read_versions()["HADOOP_VERSION"]
-    target = state_dir / "jars" / f"hadoop-{version}"
+    target = jars_dir / f"hadoop-{version}"
     _resolve("hadoop.pom.xml", "hadoop.version", version, target)
     return f"{target}/*"
 
 
-def metastore_driver_jar(state_dir: Path) -> Path:
+def metastore_driver_jar(jars_dir: Path) -> Path:
     """The pgjdbc jar. Spark needs it on the driver's class path, not in spark.jars.packages:
     the Hive client's connection pool finds drivers through java.sql.DriverManager, which
     ignores the class loader those packages are added to."""
-    return _copy(artifacts.pgjdbc(), state_dir)
+    return _copy(artifacts.pgjdbc(), jars_dir)
 
 
-def hudi_bundle_jar(state_dir: Path) -> Path:
+def hudi_bundle_jar(jars_dir: Path) -> Path:
     """The Hudi bundle, for the JDBC server's class path: the server's connection threads
     use Hive's class loader, which cannot see the jars of spark.jars.packages."""
-    return _copy(artifacts.hudi_bundle(), state_dir)
+    return _copy(artifacts.hudi_bundle(), jars_dir)
 
 
-def _copy(coordinates: str, state_dir: Path) -> Path:
-    """One artifact (group:artifact:version), without its dependencies, under .lake/jars/."""
-    jar = artifacts.jar_file(coordinates, state_dir)
+def _copy(coordinates: str, jars_dir: Path) -> Path:
+    """One artifact (group:artifact:version), without its dependencies, under `jars_dir`."""
+    jar = artifacts.jar_file(coordinates, jars_dir)
     if jar.exists():
         return jar
     _require_maven()
@@ -126,10 +126,10 @@ def _copy(coordinates: str, state_dir: Path) -> Path:
 if __name__ == "__main__":
     from lakehouse.settings import load
 
-    state_dir = load().state_dir
-    resolved = ensure_jars(state_dir)
+    jars_dir = load().jars_dir
+    resolved = ensure_jars(jars_dir)
     print(
         f"jars ready: {resolved.kafka_classpath}, plugins in {resolved.plugin_path}, "
-        f"{metastore_driver_jar(state_dir)}, {hudi_bundle_jar(state_dir)}, "
-        f"{hadoop_classpath(state_dir)}"
+        f"{metastore_driver_jar(jars_dir)}, {hudi_bundle_jar(jars_dir)}, "
+        f"{hadoop_classpath(jars_dir)}"
     )

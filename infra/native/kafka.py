@@ -57,7 +57,7 @@ class JvmService(SupervisedService):
         """Writes the service's properties file and returns its path."""
 
     def command(self) -> list[str]:
-        jars = ensure_jars(self.settings.state_dir)
+        jars = ensure_jars(self.settings.jars_dir)
         return [
             "java",
             f"-Xms{self.heap}",
@@ -118,7 +118,7 @@ class NativeKafka(JvmService):
         config = self.config()
         if not (self._data / "meta.properties").exists():
             cluster_id = _random_cluster_id()
-            jars = ensure_jars(self.settings.state_dir)
+            jars = ensure_jars(self.settings.jars_dir)
             result = subprocess.run(
                 [
                     "java",
@@ -163,7 +163,7 @@ class NativeConnect(JvmService):
             self.settings.state_dir / "connect" / "connect-distributed.properties",
             kafka_bootstrap=self.settings.kafka_bootstrap,
             connect_port=self.port,
-            plugin_path=ensure_jars(self.settings.state_dir).plugin_path,
+            plugin_path=ensure_jars(self.settings.jars_dir).plugin_path,
         )
 
     def environment(self) -> dict[str, str]:

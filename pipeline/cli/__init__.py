@@ -43,6 +43,7 @@ ORDER = (
     "docs",
     "dashboard",
     "metrics",
+    "supervise",
     "scheduler",
     "sql",
     "query",

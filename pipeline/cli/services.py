@@ -124,6 +124,20 @@ def _dashboard(args, settings):
     server.serve(settings)
 
 
+def supervise(commands) -> None:
+    commands.add_parser(
+        "supervise",
+        help="keep the demo's other workers running: restart one that exits, record why (make up runs it)",
+    ).set_defaults(handler=_supervise)
+
+
+def _supervise(args, settings):
+    from infra import workers
+
+    workers.supervise(settings)
+    return 0
+
+
 def metrics(commands) -> None:
     commands.add_parser(
         "metrics", help="serve the pipeline's Prometheus metrics on METRICS_PORT"
@@ -172,5 +186,6 @@ COMMANDS = {
     "docs": docs,
     "dashboard": dashboard,
     "metrics": metrics,
+    "supervise": supervise,
     "scheduler": scheduler,
 }

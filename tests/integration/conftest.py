@@ -9,7 +9,8 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from ingestion import database
-from tests.support import drain_until_equal, run_all, run_workload
+from lakehouse import settings as settings_module
+from tests.support import demo_state, drain_until_equal, run_all, run_workload
 
 
 # After pytest-randomly's shuffle: integration tests build on the stack they share, so they
@@ -17,8 +18,8 @@ from tests.support import drain_until_equal, run_all, run_workload
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
     """Marks every test under this folder, so `pytest -m "not integration"` leaves them out,
-    and runs the long scenarios after the rest, those that leave a long change log behind
-    last: every later pass would read it."""
+    and runs the long scenarios after the rest, then those that leave a long change log
+    behind (every later pass would read it), then the check of what the session left."""
     ours = [item for item in items if "integration" in item.nodeid.split("/")]
     for item in ours:
         item.add_marker(pytest.mark.integration)
@@ -29,11 +30,18 @@ def _order(item) -> tuple:
     path, line, _ = item.reportinfo()
     callspec = getattr(item, "callspec", None)
     return (
-        *(item.get_closest_marker(m) is not None for m in ("long", "leaves_history")),
+        *(item.get_closest_marker(m) is not None for m in ("long", "leaves_history", "after_all")),
         str(path),
         line or 0,
         tuple(callspec.indices.values()) if callspec else (),
     )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def demo_before():
+    """The demo running beside the session, as the session found it (None without one):
+    before any test starts a service or writes a row."""
+    return demo_state(settings_module.load())
 
 
 @pytest.fixture

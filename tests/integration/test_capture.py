@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from ingestion import connector
+from ingestion import connector, database, generators
+from ingestion.seed import copy_rows
 from ingestion.topics import cdc_topic
+from ingestion.workload import OltpWorkload, new_customer, new_product
 
 NOW = datetime(2026, 6, 1, 12, 30, 15, 123456, tzinfo=UTC)
 NOW_ISO = "2026-06-01T12:30:15.123456Z"
@@ -143,3 +146,23 @@ def test_registration_is_idempotent(services):
     assert connector.register(services) == "unchanged"
     status = connector.connector_status(services)
     assert connector.is_running(status) and len(status["tasks"]) == 1
+
+
+def test_the_workload_takes_the_next_free_ids_when_another_client_took_its_own(services, db):
+    workload = OltpWorkload(db, seed=46)
+    product_taken, customer_taken = workload.keys.max_product_id + 1, workload.keys.max_customer_id + 1
+    rng, now = random.Random(46), datetime.now(UTC)
+    with database.connect(services, autocommit=True) as another_client, another_client.transaction():
+        copy_rows(another_client, "product_catalog", iter([generators.product(rng, product_taken, now)]))
+        copy_rows(another_client, "customer_master", iter([generators.customer(rng, customer_taken, now)]))
+
+    assert workload.run(new_product) == "new_product"
+    assert workload.run(new_customer) == "new_customer"
+    assert (workload.keys.max_product_id, workload.keys.max_customer_id) == (
+        product_taken + 1,
+        customer_taken + 1,
+    )
+    assert db.execute(
+        "SELECT count(*) FROM retail.product_catalog WHERE product_id IN (%s, %s)",
+        (product_taken, product_taken + 1),
+    ).fetchone() == (2,)

@@ -17,14 +17,14 @@ from pipeline import commands, verify
 from pipeline.tables import derived_tables
 from tests.support import CDC_TABLES, ROOT, cli_env, drain_until_equal, run_all, run_workload
 
-# A cluster of its own and a second pass: `make test-long` runs it, `make test` does not.
+# A cluster of its own and a second pass: minutes, so it runs after the shorter tests.
 pytestmark = pytest.mark.long
 
 
 @pytest.fixture(scope="module")
 def on_cluster(services, spark):
-    """Settings whose warehouse, checkpoints and catalog are the cluster's own, empty."""
-    already_up = all(daemon.running() for daemon in cluster.daemons(services))
+    """Settings whose warehouse, checkpoints and catalog are the cluster's own, empty; the
+    cluster is the session's, under its state directory and on its ports."""
     cluster.start(services)
     warehouse = f"{cluster.hdfs_url(services)}/retailmax-tests/warehouse"
     jvm = spark.sparkContext._jvm
@@ -39,8 +39,7 @@ def on_cluster(services, spark):
     )
     metastore.ensure(on_cluster)
     yield on_cluster
-    if not already_up:
-        cluster.stop(services)
+    cluster.stop(services)
 
 
 def lakehouse(settings, *arguments: str) -> subprocess.Popen:

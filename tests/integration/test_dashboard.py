@@ -1,7 +1,7 @@
 """The dashboard as its users see it: `lakehouse dashboard` against the real stack, opened in
 headless Chromium (Debian's package, driven through its chromedriver by Selenium); the
 numbers on the page must be Gold's for the same filter. Screenshots of each page are saved
-under .lake/test-output/."""
+under .lake/test-session/test-output/."""
 
 from __future__ import annotations
 
