@@ -93,7 +93,8 @@ def _workers(settings: Settings) -> dict[str, BackgroundProcess]:
     return {
         name: BackgroundProcess(f"freshness-{name}", bench_dir / "run", bench_dir / "logs")
         for name in WORKERS
-        if name != "docs"
+        # The supervisor watches the demo's own pid files, not these.
+        if name not in ("docs", "supervisor")
     }
 
 
