@@ -66,7 +66,7 @@ notebooks: install env ## open JupyterLab on notebooks/ with the project's envir
 # the stack they share, so they keep the order they are written in (tests/integration/conftest.py).
 test: install ## every test: the unit tests, then the integration tests with every fault scenario (starts the native services when none run)
 	$(VENV)/bin/pytest -q tests/unit
-	$(VENV)/bin/pytest -q --durations=20 tests/integration
+	$(VENV)/bin/pytest -q --durations=0 --durations-min=15 tests/integration
 
 test-long: install ## only the long scenarios that `make test` runs too: the fault matrix, kill -9 of a Bronze and a Silver write, the cluster pass, Connect stopped, bulk loads across a killed and a stopped Connect
 	$(VENV)/bin/pytest -q --durations=5 -m long tests/integration

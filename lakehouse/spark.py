@@ -218,7 +218,24 @@ def session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    _ship_packages_to_executors(spark)
     return spark
+
+
+def _ship_packages_to_executors(spark: SparkSession) -> None:
+    """spark-submit merges the jars it resolved for `spark.jars.packages` into `spark.jars`,
+    then PySpark sets the builder's `spark.jars` (the project's jar) over them: a cluster's
+    executors would get the project's jar alone and fail on the Kafka source's classes. The
+    driver has every jar (`spark.repl.local.jars`); those missing are added for executors. In
+    local mode the executor shares the driver's class path and needs none."""
+    context = spark.sparkContext
+    if context.master.startswith("local"):
+        return
+    conf = context.getConf()
+    shipped = {Path(jar).name for jar in conf.get("spark.jars", "").split(",") if jar}
+    for jar in conf.get("spark.repl.local.jars", "").split(","):
+        if jar and Path(jar).name not in shipped:
+            context._jsc.sc().addJar(jar)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@ lakehouse promises": convergence, and nothing vanishes)
 
 - A Bronze CDC table equals its Postgres table, row for row and value for value.
 - A Bronze event table holds every valid message of its topic once per key, and its
-  quarantine every malformed one, by Kafka position.
+  quarantine every malformed one, and every valid one that failed its batch alone, by Kafka
+  position.
 - A Silver or Gold table equals the rows a full rebuild from its inputs promotes, and its
   quarantine the rows the rebuild keeps out, each once.
 
@@ -21,7 +22,7 @@ import psycopg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bronze.decode import Plausible, classify, split
+from bronze.decode import UNLANDABLE, Plausible, classify, split
 from bronze.tables import DEBEZIUM, KAFKA_POSITION, BronzeTable
 from lakehouse.catalog import exists
 from lakehouse.hudi import snapshot
@@ -132,22 +133,32 @@ def bronze_against_topic(spark: SparkSession, settings: Settings, table: BronzeT
     classified = classify(raw, table, Plausible.of(settings)).cache()
     try:
         valid, malformed = split(classified, table)
-        keys = list(table.record_key)
-        verdicts = [
-            _compare(
-                table.name, valid.select(keys).distinct(), snapshot(spark, table, settings).select(keys), keys
-            )
-        ]
+        position = list(KAFKA_POSITION)
         quarantine = table.quarantine
         held = (
-            snapshot(spark, quarantine, settings).select(*KAFKA_POSITION)
+            snapshot(spark, quarantine, settings).select(*position, "error")
             if exists(spark, quarantine.path(settings))
-            else malformed.select(*KAFKA_POSITION).limit(0)
+            else malformed.select(*position).withColumn("error", F.lit(None).cast("string")).limit(0)
         )
-        verdicts.append(
-            _compare(quarantine.name, malformed.select(*KAFKA_POSITION), held, list(KAFKA_POSITION))
-        )
-        return verdicts
+        # A valid message whose batch failed on it (bronze/job.py isolates it) is kept out
+        # with that error instead of landing.
+        unlandable = valid.join(held.where(F.col("error").startswith(UNLANDABLE)), position, "left_semi")
+        keys = list(table.record_key)
+        landable = valid.join(unlandable.select(position), position, "left_anti")
+        return [
+            _compare(
+                table.name,
+                landable.select(keys).distinct(),
+                snapshot(spark, table, settings).select(keys),
+                keys,
+            ),
+            _compare(
+                quarantine.name,
+                malformed.select(position).unionByName(unlandable.select(position)),
+                held.select(position),
+                position,
+            ),
+        ]
     finally:
         classified.unpersist()
 

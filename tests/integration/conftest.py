@@ -30,7 +30,7 @@ def _order(item) -> tuple:
     path, line, _ = item.reportinfo()
     callspec = getattr(item, "callspec", None)
     return (
-        *(item.get_closest_marker(m) is not None for m in ("long", "leaves_history", "after_all")),
+        *(item.get_closest_marker(m) is not None for m in ("after_all", "long", "leaves_history")),
         str(path),
         line or 0,
         tuple(callspec.indices.values()) if callspec else (),
