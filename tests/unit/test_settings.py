@@ -188,6 +188,7 @@ def test_the_defaults_round_trip_and_derive_from_the_state_directory(clean_env, 
     assert loaded.warehouse == str(clean_env / "state" / "warehouse")
     assert loaded.checkpoints == str(clean_env / "state" / "warehouse" / "_checkpoints")
     assert loaded.quality_dir == clean_env / "state" / "quality"
+    assert loaded.jars_dir == clean_env / "state" / "jars"
     assert (loaded.connect_url, loaded.spark_ui, loaded.bronze_max_ahead_seconds) == (
         "http://localhost:8083",
         True,
@@ -273,6 +274,7 @@ def test_every_setting_is_declared_with_a_variable_a_default_and_a_one_line_doc(
 def test_settings_are_built_with_keywords_and_keep_their_declared_defaults():
     built = settings.Settings(
         state_dir=Path("/s"),
+        jars_dir=Path("/s/jars"),
         warehouse="/s/wh",
         checkpoints="/s/ck",
         quality_dir=Path("/s/q"),
