@@ -190,13 +190,3 @@ def derived_against_rebuild(spark: SparkSession, settings: Settings, table: Deri
         _compare(table.name, promoted, snapshot(spark, table, settings).select(promoted.columns), keys),
         _compare(quarantine.name, kept_out, held, keys),
     ]
-
-
-def derived_between(
-    spark: SparkSession, table: DerivedTable, expected: Settings, actual: Settings
-) -> Verdict:
-    """A derived table in one warehouse against the same table in another (a cluster's)."""
-    rows = snapshot(spark, table, expected)
-    return _compare(
-        table.name, rows, snapshot(spark, table, actual).select(rows.columns), list(table.record_key)
-    )

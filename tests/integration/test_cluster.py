@@ -15,7 +15,7 @@ from infra.native import cluster
 from ingestion.events import EventStreams
 from pipeline import commands, verify
 from pipeline.tables import derived_tables
-from tests.support import CDC_TABLES, ROOT, cli_env, drain_until_equal, run_all, run_workload
+from tests.support import CDC_TABLES, ROOT, cli_env, drain_until_equal, run_workload
 
 # A cluster of its own and a second pass: minutes, so it runs after the shorter tests.
 pytestmark = pytest.mark.long
@@ -101,6 +101,8 @@ def test_a_pass_on_the_cluster_over_hdfs_equals_postgres_and_the_same_pass_run_l
 
     verdicts = [verify.bronze_against_postgres(spark, on_cluster, db, t) for t in CDC_TABLES]
     assert all(v.equal for v in verdicts), "\n".join(v.line() for v in verdicts)
-    run_all(spark, services)
-    verdicts = [verify.derived_between(spark, t, services, on_cluster) for t in derived_tables()]
+    # The cluster's tables against the same transforms run here, in this process, over the
+    # cluster's own Bronze: the session's local warehouse may hold other inputs (a message a
+    # test made its writer fail on is quarantined there, and lands on the cluster).
+    verdicts = [v for t in derived_tables() for v in verify.derived_against_rebuild(spark, on_cluster, t)]
     assert all(v.equal for v in verdicts), "\n".join(v.line() for v in verdicts)
