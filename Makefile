@@ -64,7 +64,7 @@ notebooks: install env ## open JupyterLab on notebooks/ with the project's envir
 # The unit tests run in a random order (pytest-randomly prints the seed, and
 # `pytest tests/unit --randomly-seed=N` replays it); the integration tests build on
 # the stack they share, so they keep the order they are written in (tests/integration/conftest.py).
-test: install ## every test: the unit tests, then the integration tests with every fault scenario (starts the native services when none run)
+test: install ## every test: the unit tests, then the integration tests with every fault scenario (on services of its own, beside any running demo)
 	$(VENV)/bin/pytest -q tests/unit
 	$(VENV)/bin/pytest -q --durations=0 --durations-min=15 tests/integration
 
