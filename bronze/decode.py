@@ -32,6 +32,12 @@ from lakehouse.partitions import partition_value, with_partition_field
 from lakehouse.settings import Settings
 
 CDC_OPS = ("c", "r", "u", "d")
+# A change event larger than Kafka takes comes without its row images and with this field
+# instead (its size and the limit), from the connector's guard
+# (ingestion/jvm/org/retailmax/ingestion/OversizedChangeGuard.java); its error starts with
+# OVERSIZED.
+OVERSIZED_FIELD = "oversized"
+OVERSIZED = "oversized change"
 MOVED_FROM = "_moved_from"
 # The field names of a CDC message's row image, sorted and comma-joined: how a batch shows
 # fields that the declaration lacks or that the message lacks (bronze/schema.py).
@@ -234,9 +240,11 @@ def _debezium(messages: DataFrame, table: BronzeTable, plausible: Plausible) -> 
         StructField("after", image_type),
         StructField("op", StringType()),
         StructField("source", _as_strings(["lsn", "ts_ms"])),
+        StructField(OVERSIZED_FIELD, _as_strings(["bytes", "limit", "left_out"])),
     ]
     parsed = _parse_checked(messages, "_m", envelope)
     op = F.col("_m.op")
+    oversized = F.col(f"_m.{OVERSIZED_FIELD}")
     # A delete carries the old row (REPLICA IDENTITY FULL); every other op the new one.
     image = F.when(op == "d", F.col("_m.before")).otherwise(F.col("_m.after"))
     parsed = parsed.withColumn("_image", image)
@@ -246,6 +254,24 @@ def _debezium(messages: DataFrame, table: BronzeTable, plausible: Plausible) -> 
         (F.col("_defect").isNotNull(), F.col("_defect")),
         # Valid JSON that Spark cannot read as an envelope: a field of another JSON type.
         (_not_an_object(F.col("_m")), F.lit("before, after and source must be JSON objects")),
+        (
+            # Without its before-image, an update still lands where it cannot have moved
+            # its row to another partition.
+            oversized.isNotNull() & ((oversized.left_out != "before") | F.lit(bool(table.partition_field))),
+            F.concat(
+                F.lit(f"{OVERSIZED}: its event of "),
+                oversized.bytes,
+                F.lit(" bytes is over the connector's limit of "),
+                oversized.limit,
+                F.when(
+                    oversized.left_out == "before",
+                    F.lit(
+                        ", so it came without its before-image, and a move between partitions would go unseen"
+                    ),
+                ).otherwise(F.lit(", so it was captured without its row")),
+                F.lit("; the row's next change that fits lands it"),
+            ),
+        ),
         (op.isNull(), F.lit("missing field op")),
         (~op.isin(*CDC_OPS), F.concat(F.lit("unknown op '"), op, F.lit("'"))),
         (

@@ -23,7 +23,7 @@ import psycopg
 import requests
 from hudi import HudiTable
 
-from bronze.decode import UNLANDABLE
+from bronze.decode import OVERSIZED, UNLANDABLE
 from bronze.job import checkpoint_location
 from bronze.tables import BRONZE_TABLES, BronzeTable
 from dashboard.panels import SALES_COLUMNS, TableState
@@ -166,12 +166,14 @@ def quarantine_rows(settings: Settings) -> pd.DataFrame:
         quarantine = table.quarantine
         if not written(settings, quarantine):
             continue
-        # A Bronze message is quarantined by a check, or because it failed its batch
-        # (bronze/job.py): the second kind is a fault no check foresaw, worth a look.
+        # A Bronze message is quarantined by a check, because it failed its batch
+        # (bronze/job.py: a fault no check foresaw, worth a look), or because its row was
+        # too large to capture (a row the source still holds that Bronze lacks).
         status = (
             "quarantine_status"
             if isinstance(table, DerivedTable)
-            else f"CASE WHEN error LIKE '{UNLANDABLE}%' THEN 'not landable' ELSE 'quarantined' END"
+            else f"CASE WHEN error LIKE '{UNLANDABLE}%' THEN 'not landable' "
+            f"WHEN error LIKE '{OVERSIZED}%' THEN 'oversized' ELSE 'quarantined' END"
         )
         frames.append(
             _frame(

@@ -192,6 +192,8 @@ def status(settings: Settings) -> list[ServiceStatus]:
             if state
             else "not registered"
         )
+        if failed := connector.failure(settings):
+            detail += f"; {failed}"
         result.append(ServiceStatus("debezium", connector.connector_definition()["name"], healthy, detail))
     return result
 

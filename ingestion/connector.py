@@ -12,6 +12,10 @@ Connect worker resolves, so no secret passes through the REST API. Choices worth
   compaction needs would only be records for Bronze to skip.
 - Tables are captured through the `retailmax_publication` publication that the schema
   creates, so Debezium's role needs no ownership of the tables.
+- The last transform, `guard` (ingestion/jvm/), lets a change event of up to 16 MiB through
+  (the broker and the Connect producer take 17 MiB: infra/config/) and strips the row
+  images of a larger one, which Bronze then quarantines as `oversized`: without it, one
+  such row would fail the connector's only task and stop the capture of every table.
 """
 
 from __future__ import annotations
@@ -54,6 +58,23 @@ def _failure(status: dict) -> str | None:
     return None
 
 
+def failure(settings: Settings) -> str | None:
+    """What failed, with the first line of its error, when Connect reports the connector or
+    a task FAILED (no change at the source is captured meanwhile); None when it runs, is not
+    registered, or Connect does not answer (`lakehouse status` shows that)."""
+    try:
+        status = connector_status(settings)
+    except requests.RequestException:
+        return None
+    failed = _failure(status) if status else None
+    if failed is None:
+        return None
+    label, _, trace = failed.partition("\n")
+    lines = trace.splitlines() or ["(no trace)"]
+    causes = [line.removeprefix("Caused by: ") for line in lines if line.startswith("Caused by: ")]
+    return f"{label} {lines[0]}" + (f" (caused by {causes[-1]})" if causes else "")
+
+
 def is_running(status: dict | None) -> bool:
     return bool(
         status
@@ -63,15 +84,16 @@ def is_running(status: dict | None) -> bool:
     )
 
 
-def wait_running(settings: Settings, timeout: float = 90) -> dict:
-    """Waits until the connector and every task are RUNNING; fails fast on FAILED."""
-    deadline = time.monotonic() + timeout
+def wait_running(settings: Settings, timeout: float = 90, settle: float = 0) -> dict:
+    """Waits until the connector and every task are RUNNING; fails fast on FAILED, once
+    `settle` seconds have passed (a restarted task shows its old failure until it starts)."""
+    began = time.monotonic()
     status = None
-    while time.monotonic() < deadline:
+    while time.monotonic() < began + timeout:
         status = connector_status(settings)
         if is_running(status):
             return status
-        if status and (failure := _failure(status)):
+        if status and (failure := _failure(status)) and time.monotonic() >= began + settle:
             raise ConnectorError(f"Debezium connector {status['name']}: {failure}")
         time.sleep(1)
     raise ConnectorError(
@@ -81,22 +103,35 @@ def wait_running(settings: Settings, timeout: float = 90) -> dict:
 
 
 def register(settings: Settings, timeout: float = 90) -> str:
-    """Creates the connector or updates its config (PUT is create-or-update); idempotent.
-
-    Returns "created", "updated" or "unchanged".
-    """
+    """Creates the connector or updates its config (PUT is create-or-update), and restarts
+    what FAILED; idempotent. Returns "created", "updated", "restarted" (config unchanged) or
+    "unchanged"."""
     definition = connector_definition()
     name, config = definition["name"], definition["config"]
     base = f"{settings.connect_url}/connectors/{name}"
     current = requests.get(f"{base}/config", timeout=10)
+    failed = current.ok and _failure(connector_status(settings))
     if current.ok and {k: v for k, v in current.json().items() if k != "name"} == config:
-        outcome = "unchanged"
+        outcome = "restarted" if failed else "unchanged"
     else:
         response = requests.put(f"{base}/config", json=config, timeout=30)
         if not response.ok:
+            # A worker started before `make install` built the project's plugin lacks it.
+            stale = "could not be found" in response.text
             raise ConnectorError(
                 f"Kafka Connect refused connector {name} ({response.status_code}): {response.text}"
+                + (
+                    "; restart Connect so that it loads the project's plugin: make down && make up"
+                    if stale
+                    else ""
+                )
             )
         outcome = "created" if response.status_code == 201 else "updated"
-    wait_running(settings, timeout)
+    if failed:
+        # A task that FAILED stays so after a new config until asked to restart.
+        response = requests.post(
+            f"{base}/restart", params={"includeTasks": "true", "onlyFailed": "true"}, timeout=30
+        )
+        response.raise_for_status()
+    wait_running(settings, timeout, settle=30 if failed else 0)
     return outcome

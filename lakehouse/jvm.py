@@ -1,8 +1,14 @@
-"""The project's Java classes, in one jar: the JDBC server's sign-in and read-only guard
-(serving/jvm/) and the Bronze decoder's strict JSON check (bronze/jvm/), each beside the
-feature it serves. Compiled against PySpark's own jars into `.lake/jars/` by `make install`
-(so a process that cannot write there never has to) and again whenever a source changes:
-the jar's name carries a digest of the sources. Every Spark session loads it (spark.jars).
+"""The project's Java classes, compiled from the sources beside the feature each serves:
+
+- for Spark, one jar: the JDBC server's sign-in and read-only guard (serving/jvm/) and the
+  Bronze decoder's strict JSON check (bronze/jvm/), compiled against PySpark's own jars.
+  Every Spark session loads it (spark.jars).
+- for Kafka Connect, a plugin: the guard that keeps an oversized change event from failing
+  the Debezium connector (ingestion/jvm/), compiled against Kafka's jars.
+
+`make install` compiles them into `.lake/jars/` (so a process that cannot write there never
+has to), and so does any start after a source changed: a jar's name carries a digest of its
+sources.
 """
 
 from __future__ import annotations
@@ -20,17 +26,34 @@ from lakehouse.settings import ConfigurationError
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIRS = (ROOT / "bronze" / "jvm", ROOT / "serving" / "jvm")
+CONNECT_SOURCE_DIRS = (ROOT / "ingestion" / "jvm",)
 SPARK_JARS = Path(pyspark.__file__).resolve().parent / "jars"
-# The class files run on the JVM that runs Spark (17), whichever newer javac compiles them.
+# The class files run on the JVM that runs Spark and Connect (17), whichever newer javac
+# compiles them.
 JAVA_RELEASE = "17"
 
 
 def project_jar(jars_dir: Path) -> Path:
-    sources = sorted(source for directory in SOURCE_DIRS for source in directory.rglob("*.java"))
+    """The jar of the classes Spark sessions load."""
+    return compiled_jar(jars_dir, "retailmax", SOURCE_DIRS, f"{SPARK_JARS}/*")
+
+
+def connect_plugin_jar(plugin_dir: Path, kafka_classpath: str) -> Path:
+    """The jar of the Connect plugin, alone in `plugin_dir` (Connect would load an older
+    copy beside it too)."""
+    jar = compiled_jar(plugin_dir, "retailmax-connect", CONNECT_SOURCE_DIRS, kafka_classpath)
+    for stale in plugin_dir.glob("retailmax-connect-*.jar"):
+        if stale != jar:
+            stale.unlink()
+    return jar
+
+
+def compiled_jar(jars_dir: Path, name: str, source_dirs: tuple[Path, ...], classpath: str) -> Path:
+    sources = sorted(source for directory in source_dirs for source in directory.rglob("*.java"))
     digest = hashlib.sha256()
     for source in sources:
         digest.update(source.relative_to(ROOT).as_posix().encode() + b"\0" + source.read_bytes())
-    jar = jars_dir / f"retailmax-{digest.hexdigest()[:12]}.jar"
+    jar = jars_dir / f"{name}-{digest.hexdigest()[:12]}.jar"
     if jar.exists():
         return jar
     if shutil.which("javac") is None:
@@ -48,7 +71,7 @@ def project_jar(jars_dir: Path) -> Path:
                 "-d",
                 classes,
                 "-cp",
-                f"{SPARK_JARS}/*",
+                classpath,
                 *map(str, sources),
             ],
             capture_output=True,

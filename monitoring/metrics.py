@@ -204,8 +204,8 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
     kept_out = gauge(
         "quarantine_rows",
         "Rows in the table's quarantine: held back (waiting for "
-        "an input row), quarantined (breaking a rule) or not_landable (a Bronze message that "
-        "failed its batch).",
+        "an input row), quarantined (breaking a rule), not_landable (a Bronze message that "
+        "failed its batch) or oversized (a source row too large to capture).",
         [*table_labels, "status"],
     )
     for table, status, rows in state.quarantine:

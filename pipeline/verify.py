@@ -14,6 +14,7 @@ raising, so the tests assert on it and the fault matrix (`make chaos`) reports i
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC
@@ -22,7 +23,7 @@ import psycopg
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from bronze.decode import UNLANDABLE, Plausible, classify, split
+from bronze.decode import OVERSIZED, UNLANDABLE, Plausible, classify, split
 from bronze.tables import DEBEZIUM, KAFKA_POSITION, BronzeTable
 from lakehouse.catalog import exists
 from lakehouse.hudi import snapshot
@@ -39,6 +40,8 @@ class Verdict:
     extra: int = 0
     duplicated: int = 0  # keys held more than once
     sample: str = ""
+    # Why rows differ, where the lakehouse knows: a change kept out at capture, say.
+    explained: tuple[str, ...] = ()
 
     @property
     def equal(self) -> bool:
@@ -51,6 +54,7 @@ class Verdict:
             else (
                 f"DIFFERS: {self.missing} missing, {self.extra} extra, "
                 f"{self.duplicated} duplicated keys; {self.sample}"
+                + "".join(f"; {reason}" for reason in self.explained)
             )
         )
         return f"{self.table:<48} {self.rows:>9} rows  {state}"
@@ -91,14 +95,53 @@ def bronze_against_postgres(
     key_positions = [list(table.columns).index(k) for k in table.record_key]
     keys = Counter(tuple(row[i] for i in key_positions) for row in actual)
     missing, extra = expected - set(actual), set(actual) - expected
+    differing = {tuple(row[i] for i in key_positions) for row in missing | extra}
+    kept_out = _oversized_changes(spark, settings, table) if differing else {}
     return Verdict(
         table.name,
         len(expected),
         len(missing),
         len(extra),
         sum(1 for n in keys.values() if n > 1),
-        f"missing e.g. {sorted(missing)[:2]}, extra e.g. {sorted(extra)[:2]}",
+        f"missing e.g. {_abridged(sorted(missing)[:2])}, extra e.g. {_abridged(sorted(extra)[:2])}",
+        tuple(
+            f"{', '.join(f'{k}={v}' for k, v in zip(table.record_key, key, strict=True))} "
+            f"kept out at capture: {kept_out[key]}"
+            for key in sorted(differing)
+            if key in kept_out
+        ),
     )
+
+
+def _abridged(rows: list[tuple], longest: int = 80) -> list[tuple]:
+    """Rows with each long value cut (a row may hold megabytes of text)."""
+    return [
+        tuple(
+            v[:longest] + f"...({len(v):,} characters)" if isinstance(v, str) and len(v) > longest else v
+            for v in row
+        )
+        for row in rows
+    ]
+
+
+def _oversized_changes(spark: SparkSession, settings: Settings, table: BronzeTable) -> dict[tuple, str]:
+    """The newest change of each row that Bronze quarantined as too large to capture, by key
+    (as text, like `postgres_rows`): the reason such a row differs from its source."""
+    quarantine = table.quarantine
+    if not exists(spark, quarantine.path(settings)):
+        return {}
+    changes = (
+        snapshot(spark, quarantine, settings)
+        .where(F.col("error").startswith(OVERSIZED))
+        .orderBy(*KAFKA_POSITION)
+        .select("raw_key", "error")
+        .collect()
+    )
+    newest = {}
+    for change in changes:
+        key = json.loads(change.raw_key)
+        newest[tuple(_text(key.get(k)) for k in table.record_key)] = change.error
+    return newest
 
 
 def _compare(name: str, expected: DataFrame, actual: DataFrame, keys: list[str]) -> Verdict:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from infra.native.process import ServiceError
 from lakehouse import artifacts
+from lakehouse.jvm import connect_plugin_jar
 from lakehouse.settings import read_versions
 
 MANIFESTS = Path(__file__).resolve().parent
@@ -72,6 +73,7 @@ def ensure_jars(jars_dir: Path) -> Jars:
         versions["DEBEZIUM_VERSION"],
         plugins / "debezium-connector-postgres",
     )
+    connect_plugin_jar(plugins / "retailmax-connect", f"{kafka_dir}/*")
     metastore_driver_jar(jars_dir)
     hudi_bundle_jar(jars_dir)
     return Jars(kafka_classpath=f"{kafka_dir}/*", plugin_path=plugins)

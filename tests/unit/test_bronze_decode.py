@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from bronze.decode import IMAGE_FIELDS, classify, split
+from bronze.decode import IMAGE_FIELDS, OVERSIZED, classify, split
 from bronze.tables import (
     CUSTOMER_MASTER,
     INVENTORY_UPDATES,
@@ -288,3 +288,34 @@ def test_a_cdc_message_names_its_fields_and_a_table_carrying_a_new_one_lands_it(
     )
     (row,), bad = landed(spark, carrying, value)
     assert bad == [] and row.weight_grams == 250 and row.name == "Kettle"
+
+
+def _oversized(op, before, after, left_out):
+    return bad_input.envelope(
+        op,
+        before,
+        after,
+        source=SOURCE,
+        oversized={"bytes": 20000000, "limit": 16777216, "left_out": left_out},
+    )
+
+
+def test_a_change_captured_without_its_row_is_quarantined_with_its_size_and_the_limit(spark):
+    rows, quarantined = landed(spark, PRODUCT_CATALOG, _oversized("u", None, None, "before and after"))
+    assert rows == []
+    assert [q.error for q in quarantined] == [
+        f"{OVERSIZED}: its event of 20000000 bytes is over the connector's limit of 16777216, so it was "
+        "captured without its row; the row's next change that fits lands it"
+    ]
+
+
+def test_an_update_without_its_before_image_lands_unless_its_row_may_have_moved_partition(spark):
+    rows, quarantined = landed(spark, PRODUCT_CATALOG, _oversized("u", None, PRODUCT, "before"))
+    assert [r.product_id for r in rows] == [4] and quarantined == []
+    rows, quarantined = landed(spark, SALES_TRANSACTIONS, _oversized("u", None, SALE, "before"))
+    assert rows == []
+    assert [q.error for q in quarantined] == [
+        f"{OVERSIZED}: its event of 20000000 bytes is over the connector's limit of 16777216, so it came "
+        "without its before-image, and a move between partitions would go unseen; the row's next change "
+        "that fits lands it"
+    ]

@@ -202,7 +202,12 @@ def test_compose_kafka_has_every_native_broker_setting():
 def test_compose_connect_has_the_native_offset_and_producer_settings():
     native = _properties("connect-distributed.properties")
     environment = COMPOSE["services"]["connect"]["environment"]
-    for key in ("offset.flush.interval.ms", "producer.acks"):
+    for key in (
+        "offset.flush.interval.ms",
+        "producer.acks",
+        "producer.max.request.size",
+        "producer.buffer.memory",
+    ):
         assert str(environment["CONNECT_" + key.upper().replace(".", "_")]) == native[key], key
 
 
@@ -213,3 +218,13 @@ def test_compose_postgres_runs_with_the_native_server_options():
     options = dict(value.split("=", 1) for flag, value in zip(command, command[1:]) if flag == "-c")
     assert {k: SERVER_OPTIONS[k] for k in options} == options
     assert options["max_slot_wal_keep_size"] == "4GB"
+
+
+def test_a_change_event_the_connectors_guard_lets_through_fits_every_limit_on_its_way():
+    guard = int(connector_definition()["config"]["transforms.guard.max.bytes"])
+    connect, broker = _properties("connect-distributed.properties"), _properties("kafka-server.properties")
+    request = int(connect["producer.max.request.size"])
+    # The producer adds a record batch's own bytes (about 100) to the event's key and value.
+    assert guard + 4096 <= request <= int(connect["producer.buffer.memory"])
+    assert request <= int(broker["message.max.bytes"]) <= int(broker["replica.fetch.max.bytes"])
+    assert connector_definition()["config"]["transforms"].split(",")[-1] == "guard"
