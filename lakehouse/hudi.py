@@ -61,17 +61,9 @@ def change_log(spark: SparkSession, path: str, start: str, end: str | None = Non
     return spark.sql("SELECT * FROM hudi_table_changes(?, 'cdc', ?, ?)", args=[path, start, end])
 
 
-def changed_images(
-    spark: SparkSession,
-    table: Table,
-    settings: Settings,
-    start: str,
-    end: str,
-    columns: T.StructType,
-    reads: tuple[str, ...] | None = None,
-) -> DataFrame:
-    """Before- and after-images of the rows changed in (start, end], one row per image;
-    with `reads`, of the rows inserted, deleted, or updated in one of those columns.
+def changed_images(log: DataFrame, columns: T.StructType, reads: tuple[str, ...] | None = None) -> DataFrame:
+    """Before- and after-images of the rows a change log (`change_log`) holds, one row per
+    image; with `reads`, of the rows inserted, deleted, or updated in one of those columns.
 
     The CDC log stores images as JSON in Avro's encoding: timestamps as epoch microseconds,
     dates as epoch days, and (in Hudi 1.2) decimals as an unusable object. Images are only
@@ -101,7 +93,7 @@ def changed_images(
         for f in columns
         if not isinstance(f.dataType, T.DecimalType)
     ]
-    log = change_log(spark, table.path(settings), start, end).select("op", "before", "after")
+    log = log.select("op", "before", "after")
     if reads and all(name in as_read.names for name in reads):
         watched = T.StructType([as_read[name] for name in reads])
         unchanged = F.from_json("before", watched).eqNullSafe(F.from_json("after", watched))

@@ -43,7 +43,7 @@ from pyspark.sql import functions as F
 
 from lakehouse import catalog, hudi, layout, quality, rules, timeline
 from lakehouse.changeset import changeset
-from lakehouse.hudi import DELETED, changed_images, snapshot
+from lakehouse.hudi import DELETED, change_log, changed_images, snapshot
 from lakehouse.partitions import within
 from lakehouse.reports import RESULTS_SCHEMA, Reconciliation, RunReport
 from lakehouse.settings import Settings
@@ -422,30 +422,9 @@ class Runner:
     ) -> tuple[int, DataFrame]:
         changes_read, affected = 0, []
         for source in pending:
-            columns = self.spark.table(source.alias).schema
-            changed = cache(
-                changed_images(
-                    self.spark,
-                    source.table,
-                    self.settings,
-                    consumed[source.table.name],
-                    ends[source.table.name],
-                    columns,
-                    source.reads,
-                )
-            )
-            try:
-                count = changed.count()
-            except Py4JJavaError as error:
-                # Seen after a writer died during inline compaction and its successor wrote
-                # on top of the pending compaction: Hudi 1.2's CDC reader fails on that
-                # commit. A rebuild from snapshots is always correct, so say so and do it.
-                cause = str(error.java_exception).splitlines()[0][:300]
-                raise UnreadableChanges(
-                    f"changes of input {source.table.name} in ({consumed[source.table.name]}, "
-                    f"{ends[source.table.name]}] are unreadable ({cause}); rebuilt from full "
-                    f"snapshots"
-                ) from None
+            start, end = consumed[source.table.name], ends[source.table.name]
+            log, count = self._verified_change_log(source, start, end, cache)
+            changed = cache(changed_images(log, self.spark.table(source.alias).schema, source.reads))
             changes_read += count
             found = affected_rows(self.spark, table, source, changed)
             # A query joining other inputs would scan them whole only to join nothing; an
@@ -453,6 +432,37 @@ class Runner:
             affected.append(found if count else found.where(F.lit(False)))
         affected += self._due_for_recheck(table)
         return changes_read, cache(reduce(DataFrame.unionByName, affected).distinct())
+
+    def _verified_change_log(self, source: Input, start: str, end: str, cache) -> tuple[DataFrame, int]:
+        """The input's change log of (start, end] and its row count, checked against the
+        changes its commits recorded (their write statistics). A read that disagrees is read
+        again; twice short (or long), the range cannot be trusted, and a rebuild from
+        snapshots is. A change the log misses would otherwise be missing from this table until
+        another change touched its row (docs/architecture.md, "A change-log read checked")."""
+        name, path = source.table.name, source.table.path(self.settings)
+        recorded = timeline.changes_committed(self.spark, path, start, end)
+        counts = []
+        for _ in range(2):
+            log = cache(change_log(self.spark, path, start, end))
+            try:
+                counts.append(log.count())
+            except Py4JJavaError as error:
+                log.unpersist()
+                # Seen after a writer died during inline compaction and its successor wrote
+                # on top of the pending compaction: Hudi 1.2's CDC reader fails on that
+                # commit. A rebuild from snapshots is always correct, so say so and do it.
+                cause = str(error.java_exception).splitlines()[0][:300]
+                raise UnreadableChanges(
+                    f"changes of input {name} in ({start}, {end}] are unreadable ({cause}); "
+                    f"rebuilt from full snapshots"
+                ) from None
+            if counts[-1] == recorded:
+                return log, recorded
+            log.unpersist()
+        raise UnreadableChanges(
+            f"the change log of input {name} in ({start}, {end}] held {' then '.join(map(str, counts))} "
+            f"changes where its commits recorded {recorded}; rebuilt from full snapshots"
+        )
 
     def _due_for_recheck(self, table: DerivedTable) -> list[DataFrame]:
         """Quarantined rows that broke a rule reading the clock ("not in the future"): time

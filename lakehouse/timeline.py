@@ -118,6 +118,27 @@ def newest_metadata(spark: SparkSession, path: str, key: str) -> str | None:
     return None
 
 
+# Operations that rewrite files without changing a row (Hudi's WriteOperationType names).
+TABLE_SERVICES = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
+
+
+def changes_committed(spark: SparkSession, path: str, start: str, end: str) -> int:
+    """The rows that the commits completed in (start, end] recorded as inserted, updated or
+    deleted, by their write statistics: what the change log of that range must hold.
+    Table services (compaction, clustering) rewrite files without changing a row."""
+    completed = active_timeline(spark, path).getCommitsTimeline().filterCompletedInstants()
+    total = 0
+    for instant in completed.getInstants().toArray():
+        if not start < instant.getCompletionTime() <= end:
+            continue
+        metadata = completed.readCommitMetadata(instant)
+        if metadata.getOperationType().name() in TABLE_SERVICES:
+            continue
+        for stat in metadata.getWriteStats().toArray():
+            total += stat.getNumInserts() + stat.getNumUpdateWrites() + stat.getNumDeletes()
+    return total
+
+
 def _earliest_retained(active) -> str | None:
     """The oldest commit whose files the cleaner keeps: named by the newest clean that keeps
     commits, or later, by a clean that keeps file versions (`lakehouse erase`), which names
