@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
+from bronze.decode import OVERSIZED
 from bronze.tables import (
     CUSTOMER_MASTER,
     INVENTORY_UPDATES,
@@ -90,6 +91,8 @@ STOCK = {
 }
 SOURCE = {"lsn": 1000, "ts_ms": 1780000000000}
 DERIVED = "derived"  # the key its producer would give the message (`kafka_key`)
+# The size and limit the connector's guard adds to a change it lets through without images.
+OVERSIZED_EVENT = {"bytes": 20_000_000, "limit": 16_777_216}
 
 
 def kafka_key(table: BronzeTable, value: str | bytes | None) -> bytes | None:
@@ -197,6 +200,33 @@ CASES = [
     Case("numeric op", S, envelope(1, after=SALE), "unknown op '1'"),
     Case("delete without before image", S, envelope("d", after=SALE), "missing before image"),
     Case("create without after image", S, envelope("c", before=SALE), "missing after image"),
+    # What the connector's guard sends for a change too large for Kafka (bronze/decode.py).
+    Case(
+        "change captured without its row (over the size limit)",
+        S,
+        envelope("u", oversized=OVERSIZED_EVENT | {"left_out": "before and after"}),
+        f"{OVERSIZED}: its event of 20000000 bytes is over the connector's limit of 16777216, so it was "
+        "captured without its row; the row's next change that fits lands it",
+        key='{"order_id": 9900001, "line_item_id": 1}',
+    ),
+    Case(
+        "update without its before-image (over the size limit), partitioned table",
+        S,
+        envelope("u", after=SALE, oversized=OVERSIZED_EVENT | {"left_out": "before"}),
+        f"{OVERSIZED}: its event of 20000000 bytes is over the connector's limit of 16777216, so it came "
+        "without its before-image, and a move between partitions would go unseen; the row's next change "
+        "that fits lands it",
+    ),
+    Case(
+        "update without its before-image (over the size limit), unpartitioned table",
+        P,
+        envelope(
+            "u",
+            after=dict(PRODUCT, product_id=9_900_002, sku="SKU-9900002", name="Kettle XL"),
+            oversized=OVERSIZED_EVENT | {"left_out": "before"},
+        ),
+        lands={"product_id": 9_900_002, "name": "Kettle XL"},
+    ),
     Case(
         "image that is not an object",
         S,
@@ -540,7 +570,26 @@ def markdown() -> str:
             landed = ", ".join(f"{name} = {_value(value)}" for name, value in case.lands.items())
             fate = f"lands exactly: {_cell(landed) if len(landed) < 120 else 'as sent'}"
         lines.append(f"| `{topics[case.table.name]}` | {_cell(case.name)} | {fate} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join([*lines, *BEYOND_ONE_MESSAGE]) + "\n"
+
+
+# Bad input that is not one message, each with the test that sends it.
+BEYOND_ONE_MESSAGE = [
+    "",
+    "## Beyond one message",
+    "",
+    "| input | what happens | test |",
+    "|---|---|---|",
+    "| a row of several megabytes at the source | lands exact, up to a change event of 16 MiB "
+    '([Architecture](architecture.md#the-source-half), "Large rows") | '
+    "`tests/integration/test_large_rows.py` |",
+    "| a row beyond that | the connector's guard sends it without its images; quarantined as "
+    "above, every other change flows on | `tests/integration/test_large_rows.py` |",
+    "| a huge transaction: 60,000 lines in one `COPY` or `INSERT ... SELECT`, with Connect killed "
+    "or stopped in the middle | every line lands once | `tests/integration/test_recovery.py` |",
+    "| offsets Kafka no longer holds (retention) | the table's stream stops with what to do: "
+    "going on would skip changes | `tests/integration/test_bronze.py` |",
+]
 
 
 if __name__ == "__main__":
