@@ -76,7 +76,7 @@ def test_a_row_beyond_the_maximum_stops_no_capture_and_is_named_wherever_a_user_
     connector.wait_running(services)
     # Over the producer's limit too (the broker's and the producer's are 1 MiB above the guard's).
     _describe(db, first, _incompressible(MAXIMUM + 2**20, seed=1))
-    failed = _wait(lambda: connector.failure(services), "the unguarded task fails")
+    failed = _wait(lambda: connector.failure(services), "the unguarded task fails", timeout=180)
     assert "RecordTooLargeException" in failed
 
     status = run_lakehouse(services, "status", timeout=120)
@@ -101,7 +101,7 @@ def test_a_row_beyond_the_maximum_stops_no_capture_and_is_named_wherever_a_user_
         verdict = verify.bronze_against_postgres(spark, services, db, PRODUCT_CATALOG)
         return verdict if verdict.missing == 2 and len(verdict.explained) == 2 else None
 
-    verdict = _wait(kept_out, "both rows kept out and the bystander landed", timeout=120)
+    verdict = _wait(kept_out, "both rows kept out and the bystander landed", timeout=300)
     assert connector.failure(services) is None
     assert verdict.extra == 2 and not verdict.duplicated  # Bronze still holds both rows as they were
     for product in (first, second):
