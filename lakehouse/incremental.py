@@ -409,12 +409,12 @@ class Runner:
             return frame
 
         try:
-            changes_read, affected, disagreements = self._read_changes(table, pending, consumed, ends, cache)
+            changes_read, affected, misses = self._read_changes(table, pending, consumed, ends, cache)
             report = self._upsert_affected(
                 table, snapshots, transform, affected, ends, cache, began, changes_read
             )
-            notes = [*filter(None, [report.note]), *disagreements]
-            return dataclasses.replace(report, note="; ".join(notes) or None) if disagreements else report
+            notes = [*filter(None, [report.note]), *misses]
+            return dataclasses.replace(report, note="; ".join(notes) or None) if misses else report
         finally:
             for frame in cached:
                 frame.unpersist()
@@ -422,11 +422,11 @@ class Runner:
     def _read_changes(
         self, table: DerivedTable, pending: list[Input], consumed: dict[str, str], ends: dict[str, str], cache
     ) -> tuple[int, DataFrame, list[str]]:
-        changes_read, affected, disagreements = 0, [], []
+        changes_read, affected, misses = 0, [], []
         for source in pending:
             start, end = consumed[source.table.name], ends[source.table.name]
-            log, count, disagreement = self._checked_change_log(source, start, end, cache)
-            disagreements += filter(None, [disagreement])
+            log, count, missed = self._checked_change_log(source, start, end, cache)
+            misses += filter(None, [missed])
             changed = cache(changed_images(log, self.spark.table(source.alias).schema, source.reads))
             changes_read += count
             found = affected_rows(self.spark, table, source, changed)
@@ -434,29 +434,29 @@ class Runner:
             # always-false filter lets Spark drop the scan and keeps the columns.
             affected.append(found if count else found.where(F.lit(False)))
         affected += self._due_for_recheck(table)
-        return changes_read, cache(reduce(DataFrame.unionByName, affected).distinct()), disagreements
+        return changes_read, cache(reduce(DataFrame.unionByName, affected).distinct()), misses
 
     def _checked_change_log(
         self, source: Input, start: str, end: str, cache
     ) -> tuple[DataFrame, int, str | None]:
-        """The input's change log of (start, end], its row count, and a note when that count
-        is short of the changes the range's commits recorded (their write statistics).
+        """The input's change log of (start, end], its row count, and a note naming the
+        range's commits that recorded changes but of which the log holds no row.
 
-        A short read is read again, and the longer of the two is used: the one miss seen
-        (docs/architecture.md, "A change-log read checked") was a first read that lacked a
-        commit which a later read of the same range returned. A read still short after that
-        goes on, named in the run's report: a commit's statistics also count writes that
-        change no row (an upsert of a row as it stands, a delete of a row Bronze never had),
-        so a short count alone does not prove a miss. A range that replaced file groups (a
-        full rebuild of the input) reads more than its commits recorded: their old rows
-        come as deletes."""
+        Each row of the log carries its commit (`ts_ms`, the commit's requested time), so one
+        pass over the log counts each commit's rows, and each is matched with the changes its
+        write statistics recorded. The one miss seen (docs/architecture.md, "A change-log
+        read checked") was a whole commit absent from a first read that a later read of the
+        same range returned, so a read missing a commit is read again, and the read missing
+        fewer is used; a commit still missing goes on, named in the run's report. Fewer rows
+        than recorded is no miss: the statistics also count writes that change no row (an
+        upsert of a row as it stands, a delete of a row Bronze never had)."""
         name, path = source.table.name, source.table.path(self.settings)
         recorded = timeline.changes_committed(self.spark, path, start, end)
-        best, counts = None, []
+        best = None
         for _ in range(2):
             log = cache(change_log(self.spark, path, start, end))
             try:
-                counts.append(log.count())
+                per_commit = dict(log.groupBy("ts_ms").count().collect())
             except Py4JJavaError as error:
                 # Seen after a writer died during inline compaction and its successor wrote
                 # on top of the pending compaction: Hudi 1.2's CDC reader fails on that
@@ -466,17 +466,17 @@ class Runner:
                     f"changes of input {name} in ({start}, {end}] are unreadable ({cause}); "
                     f"rebuilt from full snapshots"
                 ) from None
-            if best is None or counts[-1] > counts[0]:
-                best = log
-            if counts[-1] >= recorded:
-                return best, counts[-1], None
+            missed = sorted(commit for commit, rows in recorded.items() if rows and commit not in per_commit)
+            if best is None or len(missed) < len(best[2]):
+                best = (log, sum(per_commit.values()), missed)
+            if not best[2]:
+                return best[0], best[1], None
+        log, count, missed = best
         return (
-            best,
-            max(counts),
-            (
-                f"the change log of input {name} in ({start}, {end}] held {' then '.join(map(str, counts))} "
-                f"changes where its commits recorded {recorded}"
-            ),
+            log,
+            count,
+            f"the change log of input {name} in ({start}, {end}] held, read twice, no row of "
+            + ", ".join(f"commit {commit} ({recorded[commit]} changes recorded)" for commit in missed),
         )
 
     def _due_for_recheck(self, table: DerivedTable) -> list[DataFrame]:

@@ -122,21 +122,24 @@ def newest_metadata(spark: SparkSession, path: str, key: str) -> str | None:
 TABLE_SERVICES = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
 
 
-def changes_committed(spark: SparkSession, path: str, start: str, end: str) -> int:
-    """The rows that the commits completed in (start, end] recorded as inserted, updated or
-    deleted, by their write statistics: what the change log of that range must hold.
-    Table services (compaction, clustering) rewrite files without changing a row."""
+def changes_committed(spark: SparkSession, path: str, start: str, end: str) -> dict[str, int]:
+    """Per commit completed in (start, end], named by its requested time (the `ts_ms` of its
+    rows in the change log), the rows its write statistics record as inserted, updated or
+    deleted. Table services (compaction, clustering) rewrite files without changing a row
+    and are left out."""
     completed = active_timeline(spark, path).getCommitsTimeline().filterCompletedInstants()
-    total = 0
+    recorded = {}
     for instant in completed.getInstants().toArray():
         if not start < instant.getCompletionTime() <= end:
             continue
         metadata = completed.readCommitMetadata(instant)
         if metadata.getOperationType().name() in TABLE_SERVICES:
             continue
-        for stat in metadata.getWriteStats().toArray():
-            total += stat.getNumInserts() + stat.getNumUpdateWrites() + stat.getNumDeletes()
-    return total
+        recorded[instant.requestedTime()] = sum(
+            stat.getNumInserts() + stat.getNumUpdateWrites() + stat.getNumDeletes()
+            for stat in metadata.getWriteStats().toArray()
+        )
+    return recorded
 
 
 def _earliest_retained(active) -> str | None:

@@ -15,7 +15,7 @@ from contextlib import ExitStack
 from bronze.job import BronzeJob
 from bronze.tables import BRONZE_TABLES, BronzeTable, bronze_table
 from ingestion import connector
-from lakehouse import locks
+from lakehouse import locks, quality
 from lakehouse.incremental import InputNotReady, Runner
 from lakehouse.rules import QualityGateFailed
 from lakehouse.settings import ConfigurationError, Settings
@@ -124,6 +124,7 @@ def _waiting(table: DerivedTable, waiting: InputNotReady, as_json: bool = False)
 
 def run(settings: Settings, full_refresh: bool = False) -> None:
     """One idempotent pass through every layer: Bronze drain, then Silver, then Gold."""
+    quality.import_in_background()
     bronze(settings)
     # One runner for both layers: its quality gate (a Great Expectations context) takes
     # seconds to set up.
