@@ -1,5 +1,8 @@
 """Debezium envelopes and events -> Bronze rows or quarantine, per op and per table."""
 
+# Why one module: it mirrors bronze/decode.py case by case, and every case builds its Kafka
+# records with the same envelope and landing helpers at the top.
+
 from __future__ import annotations
 
 import dataclasses
