@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import threading
 import time
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from pyspark.sql.streaming import StreamingQuery, StreamingQueryException
 from bronze.decode import IMAGE_FIELDS, Plausible, classify, lineage_columns, split, unlandable
 from bronze.schema import SchemaChange, SourceColumn, reconcile, source_columns, unexplained_fields
 from bronze.tables import BRONZE_TABLES, DEBEZIUM, BronzeTable
-from ingestion import database
+from ingestion import database, topics
 from lakehouse import catalog, hudi, layout
 from lakehouse.settings import Settings
 
@@ -224,6 +225,8 @@ class BronzeJob:
         )
 
     def _await(self, queries: list[StreamingQuery], timeout: float | None = None) -> None:
+        """Waits for the queries to end (stopping those still running after `timeout`), then
+        raises the first one's failure."""
         failures = []
         for query in queries:
             try:
@@ -239,8 +242,52 @@ class BronzeJob:
 
     def drain(self) -> dict[str, LandedCounts]:
         """Lands everything the topics hold now, then stops."""
-        self._await([self._start(table, {"availableNow": True}) for table in self.tables])
+        pending = self.tables
+        while pending:
+            queries = {table.name: self._start(table, {"availableNow": True}) for table in pending}
+            for query in queries.values():
+                try:
+                    query.awaitTermination()
+                except StreamingQueryException:
+                    pass
+            failed = [t for t in pending if queries[t.name].exception() is not None]
+            pending = tuple(
+                t for t in failed if t.name not in self.refusals and self.took_up_recreated_topic(t)
+            )
+            self._await([queries[t.name] for t in failed if t not in pending])
         return self.counts
+
+    def took_up_recreated_topic(
+        self, table: BronzeTable, report=functools.partial(print, flush=True)
+    ) -> bool:
+        """Whether the table's topic was deleted and created again since its query last
+        landed a batch: its end offsets went back below that batch's. If so, the query's
+        checkpoint is set aside, so that it starts again on the new topic's first offset
+        (failOnDataLoss stops it otherwise, for good), and the user is told what went with
+        the old topic."""
+        location = checkpoint_location(self.settings, table)
+        landed = _landed_offsets(self.spark, location, table.topic)
+        current = topics.end_offsets(self.settings, table.topic)
+        went_back = {
+            p: (offset, current.get(p, 0)) for p, offset in landed.items() if current.get(p, 0) < offset
+        }
+        if not went_back:
+            return False
+        kept = f"{location}.before-{time.strftime('%Y%m%dT%H%M%S')}"
+        _rename(self.spark, location, kept)
+        lost = (
+            "Changes the old topic held beyond them are gone: compare Bronze with Postgres, and "
+            "re-snapshot the connector if they differ."
+            if table.envelope == DEBEZIUM
+            else "Messages the old topic held beyond them are gone."
+        )
+        report(
+            f"Bronze table {table.name}: topic {table.topic} was recreated: its end offsets went "
+            f"back below those Bronze had read to (partition: read to -> now "
+            f"{', '.join(f'{p}: {old} -> {new}' for p, (old, new) in sorted(went_back.items()))}). "
+            f"Landing the new topic from its first offset; the old checkpoint is kept at {kept}. {lost}"
+        )
+        return True
 
     def run_continuously(self, trigger_seconds: int, report=functools.partial(print, flush=True)) -> None:
         """Streams every table until one fails unexpectedly (or Ctrl-C). A table whose batch
@@ -266,10 +313,48 @@ class BronzeJob:
                     elif not queries[name].isActive and name in self.refusals:
                         report(f"{self.refusals.pop(name)} Trying again in {REFUSED_RETRY_SECONDS} s.")
                         retry_at[name] = time.monotonic() + REFUSED_RETRY_SECONDS
+                    elif queries[name].exception() is not None and self.took_up_recreated_topic(
+                        table, report
+                    ):
+                        queries[name] = self._start(table, trigger)
                 if not all(q.isActive for name, q in queries.items() if name not in retry_at):
                     break
         finally:
             self._await([q for name, q in queries.items() if name not in retry_at], timeout=0.1)
+
+
+def _landed_offsets(spark: SparkSession, location: str, topic: str) -> dict[int, int]:
+    """The offsets of `topic` that the query's newest committed batch read up to, from its
+    checkpoint: `commits/<batch>` marks a batch landed, and `offsets/<batch>` holds its end
+    offsets (a version line, the batch's metadata, then one JSON line per source); none
+    before its first batch. Not the newest planned batch: the batch that fails on a
+    recreated topic was planned, and its offsets written, from the new topic's ends."""
+    jvm = spark.sparkContext._jvm
+    files = jvm.org.apache.hadoop.fs.Path(location).getFileSystem(
+        spark.sparkContext._jsc.hadoopConfiguration()
+    )
+    commits = jvm.org.apache.hadoop.fs.Path(f"{location}/commits")
+    if not files.exists(commits):
+        return {}
+    batches = [
+        int(f.getPath().getName()) for f in files.listStatus(commits) if f.getPath().getName().isdigit()
+    ]
+    if not batches:
+        return {}
+    stream = files.open(jvm.org.apache.hadoop.fs.Path(f"{location}/offsets/{max(batches)}"))
+    try:
+        text = jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+    finally:
+        stream.close()
+    offsets = json.loads(text.strip().splitlines()[-1]).get(topic, {})
+    return {int(partition): int(offset) for partition, offset in offsets.items()}
+
+
+def _rename(spark: SparkSession, source: str, target: str) -> None:
+    path = spark.sparkContext._jvm.org.apache.hadoop.fs.Path
+    files = path(source).getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    if not files.rename(path(source), path(target)):
+        raise BronzeError(f"could not move the checkpoint {source} to {target}")
 
 
 def _explain(query_name: str, error: StreamingQueryException) -> str:

@@ -81,11 +81,16 @@ def tail(settings: Settings, topic: str, per_partition: int, timeout: int) -> It
         yield f"{message.partition}:{message.offset} key={key} {value}"
 
 
-def messages_in(settings: Settings, topic: str) -> int:
-    """The sum of the topic's end offsets: how many messages it has ever received."""
+def end_offsets(settings: Settings, topic: str) -> dict[int, int]:
+    """Each partition's end offset (none for a topic that does not exist)."""
     consumer = KafkaConsumer(bootstrap_servers=settings.kafka_bootstrap, enable_auto_commit=False)
     try:
         partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or ()]
-        return sum(consumer.end_offsets(partitions).values())
+        return {partition.partition: end for partition, end in consumer.end_offsets(partitions).items()}
     finally:
         consumer.close()
+
+
+def messages_in(settings: Settings, topic: str) -> int:
+    """The sum of the topic's end offsets: how many messages it has ever received."""
+    return sum(end_offsets(settings, topic).values())

@@ -587,6 +587,9 @@ BEYOND_ONE_MESSAGE = [
     "above, every other change flows on | `tests/integration/test_large_rows.py` |",
     "| a huge transaction: 60,000 lines in one `COPY` or `INSERT ... SELECT`, with Connect killed "
     "or stopped in the middle | every line lands once | `tests/integration/test_recovery.py` |",
+    "| a topic deleted and created again under a running Bronze | the stream takes up the new "
+    "topic from its first offset and says what went with the old one | "
+    "`tests/integration/test_bronze.py` |",
     "| offsets Kafka no longer holds (retention) | the table's stream stops with what to do: "
     "going on would skip changes | `tests/integration/test_bronze.py` |",
 ]

@@ -6,12 +6,14 @@ import dataclasses
 import json
 import re
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.admin import NewTopic
+from kafka.errors import TopicAlreadyExistsError
 from pyspark.sql import functions as F
 
 from bronze.job import BronzeError, BronzeJob, checkpoint_location
@@ -253,6 +255,70 @@ def test_offsets_kafka_no_longer_holds_stop_the_job_with_a_clear_error(services,
     admin.close()
     with pytest.raises(BronzeError, match=f"Bronze table {topic}: Kafka no longer holds offsets"):
         BronzeJob(spark, services, (table,)).drain()
+
+
+def _recreate(admin: KafkaAdminClient, topic: str) -> None:
+    admin.delete_topics([topic])
+    deadline = time.monotonic() + 60
+    while True:  # the broker refuses the name until the deletion has gone through
+        try:
+            admin.create_topics([NewTopic(topic, 1, 1)])
+            return
+        except TopicAlreadyExistsError:
+            assert time.monotonic() < deadline, f"topic {topic} still exists a minute after its deletion"
+            time.sleep(0.5)
+
+
+def _landed_events(spark, settings, table) -> int:
+    path = table.path(settings)
+    return snapshot(spark, table, settings).count() if catalog.exists(spark, path) else 0
+
+
+def test_a_topic_recreated_under_a_running_bronze_is_landed_from_its_first_offset(services, spark, producer):
+    topic = f"bronze_recreated_test_{int(time.time())}"
+    table = dataclasses.replace(WEB_CLICKSTREAMS, name=topic, topic=topic)
+    admin = KafkaAdminClient(bootstrap_servers=services.kafka_bootstrap)
+    admin.create_topics([NewTopic(topic, 1, 1)])
+
+    def send(first: int, count: int) -> None:
+        for n in range(first, first + count):
+            producer.send(
+                topic,
+                key=CLICK["session_id"].encode(),
+                value=json.dumps(dict(CLICK, event_id=f"r{n}")).encode(),
+            )
+        producer.flush()
+
+    def until(landed: int, what: str) -> None:
+        deadline = time.monotonic() + 120
+        while _landed_events(spark, services, table) < landed:
+            assert streaming.is_alive(), f"the stream stopped: {reports}"
+            assert time.monotonic() < deadline, f"not within 120 s: {what}; {reports}"
+            time.sleep(1)
+
+    reports = []
+    job = BronzeJob(spark, services, (table,))
+    streaming = threading.Thread(target=job.run_continuously, args=(2,), kwargs={"report": reports.append})
+    send(0, 10)
+    streaming.start()
+    until(10, "the old topic's events")
+    _recreate(admin, topic)
+    send(100, 5)
+    until(15, "the new topic's events")
+    for query in spark.streams.active:
+        if query.name == topic:
+            query.stop()
+    streaming.join(60)
+    (report,) = [r for r in reports if "was recreated" in r]
+    assert f"Bronze table {topic}: topic {topic} was recreated: its end offsets went back" in report
+    assert "Messages the old topic held beyond them are gone." in report
+
+    # Recreated while no Bronze runs: the next drain takes it up the same way.
+    _recreate(admin, topic)
+    admin.close()
+    send(200, 3)
+    BronzeJob(spark, services, (table,)).drain()
+    assert _landed_events(spark, services, table) == 18
 
 
 @pytest.mark.long
