@@ -444,6 +444,12 @@ class Settings:
     spark_master_port: int = setting(
         "SPARK_MASTER_PORT", 7077, PORT, "The port of the Spark standalone master `make cluster` starts."
     )
+    spark_master_ui_port: int = setting(
+        "SPARK_MASTER_UI_PORT",
+        8090,
+        PORT,
+        "The web UI of the Spark master `make cluster` starts; its workers' UIs take the next ports.",
+    )
     spark_workers: int = setting(
         "SPARK_WORKERS",
         2,
@@ -474,6 +480,12 @@ class Settings:
         9820,
         PORT,
         "The port of the HDFS namenode `make cluster` starts, for an hdfs:// warehouse.",
+    )
+    hdfs_namenode_ui_port: int = setting(
+        "HDFS_NAMENODE_UI_PORT",
+        9870,
+        PORT,
+        "The web UI and JMX API of the HDFS namenode `make cluster` starts.",
     )
     s3_endpoint: str = setting(
         "S3_ENDPOINT",

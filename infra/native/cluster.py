@@ -6,8 +6,10 @@ as the other native services are. HDFS is one NameNode and one DataNode from the
 (infra/native/hadoop.pom.xml), the release PySpark's client jars come from. Logs go to
 `.lake/logs/`, state to `.lake/cluster/`.
 
-Ports besides the two that clients use (SPARK_MASTER_PORT, HDFS_NAMENODE_PORT) are fixed
-here; the web UIs are on 127.0.0.1 only.
+Each port is a setting (SPARK_MASTER_PORT and SPARK_MASTER_UI_PORT, the workers' UIs on the
+ports after it, HDFS_NAMENODE_PORT and HDFS_NAMENODE_UI_PORT), so a second cluster, a test
+session's, runs beside the first; the DataNode takes free ports and tells the NameNode, as
+Hadoop's own test clusters do. Everything listens on 127.0.0.1 only.
 """
 
 # Why one module: the master, the workers and HDFS are started, checked and stopped as one
@@ -34,14 +36,7 @@ from lakehouse.settings import Settings
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 HOST = "127.0.0.1"
-MASTER_UI_PORT = 8090
-FIRST_WORKER_UI_PORT = 8091
-NAMENODE_UI_PORT = 9870
-DATANODE_PORTS = {
-    "dfs.datanode.address": 9866,
-    "dfs.datanode.http.address": 9864,
-    "dfs.datanode.ipc.address": 9867,
-}
+DATANODE_PORT_KEYS = ("dfs.datanode.address", "dfs.datanode.http.address", "dfs.datanode.ipc.address")
 # Each daemon's own heap; what a worker offers executors is SPARK_WORKER_MEMORY.
 DAEMON_HEAP = "512m"
 
@@ -87,7 +82,7 @@ class HdfsDaemon(ClusterDaemon):
     def _namenode_info(self) -> dict | None:
         try:
             answer = requests.get(
-                f"http://{HOST}:{NAMENODE_UI_PORT}/jmx",
+                f"http://{HOST}:{self.settings.hdfs_namenode_ui_port}/jmx",
                 params={"qry": "Hadoop:service=NameNode,name=NameNodeInfo"},
                 timeout=2,
             )
@@ -107,7 +102,7 @@ class NameNode(HdfsDaemon):
     def ports(self):
         return [
             (self.name, self.settings.hdfs_namenode_port, "HDFS_NAMENODE_PORT"),
-            (self.name, NAMENODE_UI_PORT, "HDFS_NAMENODE_PORT"),
+            (self.name, self.settings.hdfs_namenode_ui_port, "HDFS_NAMENODE_UI_PORT"),
         ]
 
     def setup(self) -> None:
@@ -128,10 +123,10 @@ class NameNode(HdfsDaemon):
 class DataNode(HdfsDaemon):
     name = "hdfs-datanode"
     main_class = "org.apache.hadoop.hdfs.server.datanode.DataNode"
-    address = f"{HOST}:{DATANODE_PORTS['dfs.datanode.address']}"
+    address = "free ports, registered with the NameNode"
 
     def ports(self):
-        return [(self.name, port, "HDFS_NAMENODE_PORT") for port in DATANODE_PORTS.values()]
+        return []
 
     def healthy(self) -> bool:
         """Registered with the NameNode, which has left safe mode: HDFS takes writes."""
@@ -155,7 +150,7 @@ class SparkDaemon(ClusterDaemon):
 
     def _master_state(self) -> dict | None:
         try:
-            answer = requests.get(f"http://{HOST}:{MASTER_UI_PORT}/json", timeout=2)
+            answer = requests.get(f"http://{HOST}:{self.settings.spark_master_ui_port}/json", timeout=2)
             return answer.json() if answer.ok else None
         except (requests.RequestException, ValueError):
             return None
@@ -172,7 +167,7 @@ class SparkMaster(SparkDaemon):
     def ports(self):
         return [
             (self.name, self.settings.spark_master_port, "SPARK_MASTER_PORT"),
-            (self.name, MASTER_UI_PORT, "SPARK_MASTER_PORT"),
+            (self.name, self.settings.spark_master_ui_port, "SPARK_MASTER_UI_PORT"),
         ]
 
     def arguments(self) -> list[str]:
@@ -182,7 +177,7 @@ class SparkMaster(SparkDaemon):
             "--port",
             str(self.settings.spark_master_port),
             "--webui-port",
-            str(MASTER_UI_PORT),
+            str(self.settings.spark_master_ui_port),
         ]
 
     def healthy(self) -> bool:
@@ -200,14 +195,14 @@ class SparkWorker(SparkDaemon):
 
     @property
     def ui_port(self) -> int:
-        return FIRST_WORKER_UI_PORT + self.number - 1
+        return self.settings.spark_master_ui_port + self.number
 
     @property
     def address(self) -> str:
         return f"http://{HOST}:{self.ui_port}/"
 
     def ports(self):
-        return [(self.name, self.ui_port, "SPARK_WORKERS")]
+        return [(self.name, self.ui_port, "SPARK_MASTER_UI_PORT")]
 
     def arguments(self) -> list[str]:
         return [
@@ -256,8 +251,8 @@ def write_hadoop_conf(settings: Settings) -> Path:
             "dfs.namenode.name.dir": str(home / "hdfs" / "name"),
             "dfs.datanode.data.dir": str(home / "hdfs" / "data"),
             "dfs.namenode.rpc-bind-host": HOST,
-            "dfs.namenode.http-address": f"{HOST}:{NAMENODE_UI_PORT}",
-            **{key: f"{HOST}:{port}" for key, port in DATANODE_PORTS.items()},
+            "dfs.namenode.http-address": f"{HOST}:{settings.hdfs_namenode_ui_port}",
+            **{key: f"{HOST}:0" for key in DATANODE_PORT_KEYS},
             # One DataNode: one copy of each block.
             "dfs.replication": "1",
             # Hudi and Spark write as the user running them; there is one.
@@ -292,8 +287,8 @@ def start(settings: Settings, report=print) -> None:
         daemon.start()
         report(f"{daemon.name:<14} healthy in {time.monotonic() - began:5.1f} s (log {daemon.log})")
     report(
-        f"Spark master {master_url(settings)} (UI http://{HOST}:{MASTER_UI_PORT}/), "
-        f"HDFS {hdfs_url(settings)} (UI http://{HOST}:{NAMENODE_UI_PORT}/). Run the jobs on it "
+        f"Spark master {master_url(settings)} (UI http://{HOST}:{settings.spark_master_ui_port}/), "
+        f"HDFS {hdfs_url(settings)} (UI http://{HOST}:{settings.hdfs_namenode_ui_port}/). Run the jobs on it "
         f"with SPARK_MASTER={master_url(settings)} "
         f"LAKEHOUSE_WAREHOUSE={hdfs_url(settings)}/retailmax/warehouse"
     )

@@ -228,3 +228,19 @@ def test_a_change_event_the_connectors_guard_lets_through_fits_every_limit_on_it
     assert guard + 4096 <= request <= int(connect["producer.buffer.memory"])
     assert request <= int(broker["message.max.bytes"]) <= int(broker["replica.fetch.max.bytes"])
     assert connector_definition()["config"]["transforms"].split(",")[-1] == "guard"
+
+
+def test_a_test_sessions_services_and_cluster_listen_on_no_port_the_demos_do(tmp_path):
+    from infra.native.cluster import daemons
+    from infra.stack import _native_services
+    from lakehouse.settings import load
+    from tests.conftest import isolated
+
+    def ports(settings):
+        services = [*_native_services(settings), *daemons(settings)]
+        return {port for service in services for _, port, _ in service.ports()}
+
+    demo = load()
+    session = isolated(demo, tmp_path)
+    assert ports(demo) and ports(session)
+    assert ports(demo).isdisjoint(ports(session))
