@@ -96,5 +96,6 @@ docs: install ## serve the documentation site on http://127.0.0.1:8000
 docs-build: install ## build the documentation site strictly (broken links fail)
 	$(MKDOCS) build --strict
 
-clean: down ## stop everything and delete all local state under .lake/
+clean: ## stop everything and delete all local state: .lake/, and the Compose mode's volumes
+	@if [ -x $(LAKEHOUSE) ]; then $(LAKEHOUSE) down --delete-volumes; fi
 	rm -rf .lake

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from benchmarks.queries import GOLD_QUERIES
 from benchmarks.report import distribution, header
+from infra import metastore
 from infra.native.thrift import NativeThriftServer
 from lakehouse.settings import Settings
 from serving import fastpath, jdbc
@@ -64,6 +65,7 @@ def measure(settings: Settings, runs: int, cold_jvm_runs: int, report=print) -> 
     # A port of its own: the demo's JDBC server serves the demo's catalog.
     server = NativeThriftServer(dataclasses.replace(settings, thrift_port=settings.thrift_port + 2))
     report(f"query latency over Gold ({daily_rows:,} daily-sales rows): starting a JDBC server")
+    metastore.ensure(server.settings)
     server.start()
     paths: dict[str, dict] = {"lakehouse query": {}, "jdbc (warm)": {}, "lakehouse sql": {}}
     try:

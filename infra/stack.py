@@ -18,14 +18,13 @@ from pathlib import Path
 from bronze.tables import personal_columns
 from infra import metastore
 from infra.native import cluster
-from infra.native.kafka import NativeConnect, NativeKafka
-from infra.native.postgres import NativePostgres
 from infra.native.process import ServiceError, port_open
-from infra.native.thrift import NativeThriftServer
+from infra.native.services import native_services
 from ingestion import connector, database, topics
-from lakehouse.settings import Settings
+from lakehouse.settings import PORT, Settings, declared, render
 
 ROOT = Path(__file__).resolve().parent.parent
+HOST_CERTIFICATE_AUTHORITIES = Path("/usr/local/share/ca-certificates")
 COMPOSE = [
     "docker",
     "compose",
@@ -59,32 +58,47 @@ def docker_engine_answers() -> bool:
 
 
 def _compose(settings: Settings, *arguments: str) -> None:
-    # The JDBC server's container mounts the warehouse at the path the catalog records; the
-    # dashboard's, the state directory too.
+    # Compose fills the file's variables from these: the settings' ports and addresses as
+    # the native mode uses them, the warehouse and state directory the containers mount at
+    # the host's paths, and the secrets from the environment or .env. The classic builder:
+    # Debian's engine has BuildKit, but not the buildx plugin Compose's BuildKit path wants.
+    addresses = {
+        declaration.variable: render(getattr(settings, name))
+        for name, declaration in declared().items()
+        if declaration.kind is PORT or name in ("kafka_bootstrap", "connect_url")
+    }
     subprocess.run(
         [*COMPOSE, *arguments],
         check=True,
         env={
             **os.environ,
+            **addresses,
             "LAKEHOUSE_WAREHOUSE": settings.warehouse,
             "LAKEHOUSE_STATE_DIR": str(settings.state_dir),
-            "THRIFT_PORT": str(settings.thrift_port),
-            "DASHBOARD_PORT": str(settings.dashboard_port),
+            "DOCKER_BUILDKIT": "0",
         },
     )
 
 
+def _prepare_image_build(report) -> None:
+    """The base image (infra/docker/base-image.sh), and in the build context the certificate
+    authorities this host added (infra/docker/ca-certificates/README.md)."""
+    staged = ROOT / "infra" / "docker" / "ca-certificates"
+    for old in staged.glob("*.crt"):
+        old.unlink()
+    for authority in HOST_CERTIFICATE_AUTHORITIES.glob("*.crt"):
+        shutil.copy(authority, staged / authority.name)
+    made = subprocess.run(
+        ["bash", str(ROOT / "infra" / "docker" / "base-image.sh")], capture_output=True, text=True
+    )
+    if made.returncode != 0:
+        raise ServiceError(f"the base image could not be made:\n{made.stdout}{made.stderr}")
+    if made.stdout.strip():
+        report(made.stdout.strip())
+
+
 def _mode_file(settings: Settings) -> Path:
     return settings.state_dir / "run" / "mode"
-
-
-def _native_services(settings: Settings) -> list:
-    return [
-        NativePostgres(settings),
-        NativeKafka(settings),
-        NativeConnect(settings),
-        NativeThriftServer(settings),
-    ]
 
 
 def start(settings: Settings, mode: str = "auto", report=print) -> str:
@@ -98,17 +112,23 @@ def start(settings: Settings, mode: str = "auto", report=print) -> str:
         )
     _mode_file(settings).parent.mkdir(parents=True, exist_ok=True)
     _mode_file(settings).write_text(mode)
+    # The JDBC server's only Postgres account is the metastore's: the catalog's database is
+    # made from here, with the superuser's password, before the server starts.
+    postgres, *others = native_services(settings)
     if mode == "docker":
-        # The JDBC server's only Postgres account is the metastore's: the catalog's database
-        # is made from here, with the superuser's password, before the server starts.
-        _compose(settings, "up", "-d", "--wait", "postgres")
+        _prepare_image_build(report)
+        # The image is built again from the repository (its unchanged layers from cache), so
+        # the containers run the code the native mode would.
+        _compose(settings, "up", "--build", "-d", "--wait", postgres.name)
         metastore.ensure(settings)
         _compose(settings, "up", "-d", "--wait")
     else:
-        for service in _native_services(settings):
+        for service in (postgres, *others):
             began = time.monotonic()
             service.start()
             report(f"{service.name:<9} healthy in {time.monotonic() - began:5.1f} s")
+            if service is postgres:
+                metastore.ensure(settings)
     database.apply_schema(settings, personal_columns())
     topics.create_source_topics(settings)
     outcome = connector.register(settings)
@@ -116,12 +136,14 @@ def start(settings: Settings, mode: str = "auto", report=print) -> str:
     return mode
 
 
-def stop(settings: Settings, report=print) -> None:
+def stop(settings: Settings, report=print, delete_volumes: bool = False) -> None:
+    """Stops what `start` started; with `delete_volumes`, Compose's named volumes (the
+    services' data, which the native mode keeps under the state directory) go too."""
     cluster.stop(settings, report)
     if _mode(settings) == "docker":
-        _compose(settings, "down")
+        _compose(settings, "--profile", "*", "down", *(["--volumes"] if delete_volumes else []))
     else:
-        for service in reversed(_native_services(settings)):
+        for service in reversed(native_services(settings)):
             service.stop()
             report(f"{service.name:<9} stopped")
     _mode_file(settings).unlink(missing_ok=True)
@@ -133,7 +155,7 @@ def _mode(settings: Settings) -> str:
 
 
 def _native_service(settings: Settings, name: str):
-    services = {service.name: service for service in _native_services(settings)}
+    services = {service.name: service for service in native_services(settings)}
     if name not in services:
         raise ServiceError(f"no service {name!r}; known: {', '.join(services)}")
     return services[name]

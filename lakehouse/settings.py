@@ -491,7 +491,7 @@ class Settings:
         "S3_ENDPOINT",
         "",
         TEXT,
-        "An S3-compatible store other than AWS (MinIO in docker-compose.yml) for an s3a:// "
+        "An S3-compatible store other than AWS (MinIO, say) for an s3a:// "
         "warehouse; empty for AWS itself, whose credentials come from its usual chain.",
     )
     s3_access_key: str = setting(

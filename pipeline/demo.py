@@ -35,8 +35,8 @@ def up(settings: Settings, mode: str = "auto", report=print) -> None:
         report(f"  {s.name:<9} {'healthy' if s.healthy else 'DOWN':<8} {s.address} {s.detail}")
 
 
-def down(settings: Settings, report=print) -> None:
+def down(settings: Settings, report=print, delete_volumes: bool = False) -> None:
     for name in WORKERS:
         worker(settings, name).stop()
         report(f"{name:<9} stopped")
-    stack.stop(settings, report)
+    stack.stop(settings, report, delete_volumes)

@@ -12,7 +12,6 @@ Docker Compose, as `python -m serving.jdbc`).
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -20,7 +19,7 @@ import pyspark
 
 from lakehouse import artifacts, spark
 from lakehouse.jvm import project_jar
-from lakehouse.settings import Settings, load
+from lakehouse.settings import Settings
 
 # serving/jvm/: Hive's custom sign-in, and the Spark check rule that refuses all but reading.
 AUTHENTICATION_CLASS = "org.retailmax.serving.AnalystPassword"
@@ -166,10 +165,3 @@ def environment(settings: Settings) -> dict[str, str]:
         "TZ": "UTC",
         "SPARK_LOCAL_IP": spark.LOOPBACK,
     }
-
-
-if __name__ == "__main__":
-    # Docker Compose's `thrift` service, whose container runs as the server's account.
-    settings = load()
-    make_scratch_dir(settings)
-    os.execve(SPARK_SUBMIT, command(settings), os.environ | environment(settings))

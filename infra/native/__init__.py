@@ -1,1 +1,2 @@
-"""Native mode: PostgreSQL, Kafka and Kafka Connect as local processes under `.lake/`."""
+"""The services as native processes (infra/stack.py), and the same code as a container's main
+process (infra/serve.py)."""

@@ -19,9 +19,7 @@ Hadoop's own test clusters do. Everything listens on 127.0.0.1 only.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from abc import abstractmethod
 from pathlib import Path
@@ -58,12 +56,6 @@ class ClusterDaemon(SupervisedService):
     def __init__(self, settings: Settings):
         super().__init__(settings)
         self.home = settings.state_dir / "cluster"
-
-    def run_in_foreground(self) -> None:
-        """Becomes the daemon (a container's main process, docker-compose.yml)."""
-        self.prepare()
-        command = self.command()
-        os.execvpe(command[0], command, {**os.environ, **self.environment()})
 
 
 class HdfsDaemon(ClusterDaemon):
@@ -307,12 +299,3 @@ def status(settings: Settings) -> list[tuple[str, str, bool]]:
     if not any(daemon.running() for daemon in found):
         return []
     return [(daemon.name, daemon.address, daemon.running() and daemon.healthy()) for daemon in found]
-
-
-if __name__ == "__main__":
-    from lakehouse.settings import load
-
-    by_name = {daemon.name: daemon for daemon in daemons(load())}
-    if len(sys.argv) != 2 or sys.argv[1] not in by_name:
-        sys.exit(f"usage: python -m infra.native.cluster {{{','.join(by_name)}}}")
-    by_name[sys.argv[1]].run_in_foreground()

@@ -117,8 +117,17 @@ class NativePostgres(NativeService):
         if not (self.data / "PG_VERSION").exists():
             self._initdb()
 
+    def _options(self) -> dict[str, str]:
+        return {**SERVER_OPTIONS, "port": str(self.port), "unix_socket_directories": str(self.sockets)}
+
+    def run_in_foreground(self) -> None:
+        # Run as `postgres` in its container: the server's log goes to the container's.
+        self.prepare()
+        options = [f"--{key}={value}" for key, value in self._options().items()]
+        command = [str(_bin_dir() / "postgres"), "-D", str(self.data), *options]
+        os.execv(command[0], command)
+
     def launch(self) -> None:
-        options = {**SERVER_OPTIONS, "port": str(self.port), "unix_socket_directories": str(self.sockets)}
         result = _as_postgres(
             str(_bin_dir() / "pg_ctl"),
             "-D",
@@ -129,7 +138,7 @@ class NativePostgres(NativeService):
             "-t",
             "60",
             "-o",
-            " ".join(f"-c {key}={value}" for key, value in options.items()),
+            " ".join(f"-c {key}={value}" for key, value in self._options().items()),
             "start",
             check=False,
         )

@@ -234,6 +234,11 @@ class NativeService(ABC):
         """Starts the process, returning once it is healthy."""
 
     @abstractmethod
+    def run_in_foreground(self) -> None:
+        """Becomes the service, in place of this process (a container's main process,
+        docker-compose.yml): the same setup, command and settings as `start`."""
+
+    @abstractmethod
     def running(self) -> bool: ...
 
     @abstractmethod
@@ -273,6 +278,16 @@ class SupervisedService(NativeService):
     def os_user(self) -> str | None:
         """The OS account it runs as; None: whoever starts it."""
         return None
+
+    def run_in_foreground(self) -> None:
+        self.prepare()
+        inherited = {
+            name: value
+            for name, value in os.environ.items()
+            if self.inherit_secrets or name not in SECRET_VARIABLES
+        }
+        command = self.command()
+        os.execvpe(command[0], command, {**inherited, **self.environment()})
 
     def launch(self) -> None:
         self.process.start(

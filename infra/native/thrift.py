@@ -6,7 +6,6 @@ import os
 import pwd
 import subprocess
 
-from infra import metastore
 from infra.native.process import ServiceError, SupervisedService, port_open
 from lakehouse.settings import Settings
 from serving import jdbc
@@ -31,8 +30,7 @@ class NativeThriftServer(SupervisedService):
 
     def setup(self) -> None:
         # The server's only Postgres account is the metastore's: the catalog's database is
-        # made here, by the caller that holds the superuser's password.
-        metastore.ensure(self.settings)
+        # made before, by the caller that holds the superuser's password (infra/stack.py).
         jdbc.make_scratch_dir(self.settings, self.os_user())
 
     def command(self) -> list[str]:

@@ -69,7 +69,13 @@ def _up(args, settings):
 
 
 def down(commands) -> None:
-    commands.add_parser("down", help="stop the demo and the services").set_defaults(handler=_down)
+    down = commands.add_parser("down", help="stop the demo and the services")
+    down.add_argument(
+        "--delete-volumes",
+        action="store_true",
+        help="in the Compose mode, delete the services' volumes too (`make clean`)",
+    )
+    down.set_defaults(handler=_down)
 
 
 def _down(args, settings):
@@ -77,7 +83,7 @@ def _down(args, settings):
     from pipeline import demo
 
     service.stop(settings)
-    demo.down(settings)
+    demo.down(settings, delete_volumes=args.delete_volumes)
     return 0
 
 

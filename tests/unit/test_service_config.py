@@ -12,109 +12,89 @@ import yaml
 from infra.native import kafka
 from ingestion.connector import connector_definition
 from ingestion.database import SCHEMA_FILE, SOURCE_TABLES
-from lakehouse.settings import read_versions
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 CONFIG = connector_definition()["config"]
 
 
-def test_compose_images_are_the_pinned_versions():
-    versions = read_versions()
+def test_every_compose_service_runs_the_image_built_from_the_repository_on_the_debian_base():
     services = COMPOSE["services"]
-    assert services["postgres"]["image"].startswith("${POSTGRES_IMAGE")
-    assert services["kafka"]["image"].startswith("${KAFKA_IMAGE")
-    assert services["connect"]["image"].startswith("${DEBEZIUM_CONNECT_IMAGE")
-    assert versions["KAFKA_IMAGE"].endswith(":" + versions["KAFKA_VERSION"])
-    assert versions["DEBEZIUM_CONNECT_IMAGE"].endswith(":" + versions["DEBEZIUM_VERSION"])
+    assert {service["image"] for service in services.values()} == {"retailmax:local"}
+    (built,) = [service["build"] for service in services.values() if "build" in service]
+    dockerfile = (ROOT / built["dockerfile"]).read_text()
+    assert built["args"] == {"BASE_IMAGE": "${BASE_IMAGE:-debian:bookworm-slim}"}
+    assert re.findall(r"^FROM .*", dockerfile, re.M) == ["FROM ${BASE_IMAGE}"]
+    assert "ARG BASE_IMAGE=debian:bookworm-slim" in dockerfile
+    # Pinned nowhere but infra/versions.env and pyproject.toml: the jars come through the
+    # native mode's fetchers, the Python packages from the project's pins, the system
+    # packages from the base's Debian release.
+    assert not re.search(r"\d+\.\d+\.\d+|==", dockerfile)
+    assert ".env" in (ROOT / ".dockerignore").read_text().split()
 
 
-def test_compose_publishes_the_native_ports_on_loopback_only():
-    ports = {name: svc["ports"][0] for name, svc in COMPOSE["services"].items() if "ports" in svc}
-    assert ports == {
-        "postgres": "127.0.0.1:5432:5432",
-        "kafka": "127.0.0.1:9092:9092",
-        "connect": "127.0.0.1:8083:8083",
-        "thrift": "127.0.0.1:${THRIFT_PORT:-10000}:10000",
-    }
-    native = (ROOT / "infra/config/kafka-server.properties").read_text()
-    assert "controller.quorum.voters=1@localhost:${controller_port}" in native
-
-
-def test_every_service_has_a_health_check_and_state_on_named_volumes():
+def test_every_compose_service_has_a_health_check_and_the_hosts_network_as_natively():
     for name, service in COMPOSE["services"].items():
         assert "healthcheck" in service, name
-    assert set(COMPOSE["volumes"]) == {"postgres-data", "kafka-data", "minio-data"}
+        assert service["network_mode"] == "host", name
+        assert "ports" not in service, name
+    assert set(COMPOSE["volumes"]) == {"postgres-data", "kafka-data", "hdfs-data"}
 
 
-def test_the_compose_cluster_runs_the_native_clusters_daemons_and_an_s3_store():
-    from infra.native.cluster import daemons
-    from lakehouse.settings import load
-
-    services = COMPOSE["services"]
-    profiled = {name for name, service in services.items() if service.get("profiles") == ["cluster"]}
-    assert profiled == {"spark-master", "spark-worker-1", "spark-worker-2", "minio"}
-    spark = {name: services[name]["command"] for name in profiled - {"minio"}}
-    assert spark == {name: ["python", "-m", "infra.native.cluster", name] for name in spark}
-    assert set(spark) <= {daemon.name for daemon in daemons(load())}
-    from lakehouse.settings import SECRET_VARIABLES
-
-    known = set(load().environment()) | set(SECRET_VARIABLES)
-    assert all(set(services[name]["environment"]) <= known for name in spark)
-    assert services["minio"]["image"].startswith("${MINIO_IMAGE")
-    assert "local/retailmax" in services["minio"]["command"][0]
-
-
-def test_the_project_image_runs_the_native_mode_commands_on_the_settings_they_read():
-    services = COMPOSE["services"]
-    commands = {
-        name: services[name]["command"]
-        for name in ("thrift", "dashboard", "metrics", "scheduler", "scheduler-daemon")
-    }
+def test_compose_runs_each_service_with_the_native_modes_code_and_settings():
+    from infra.native import cluster
+    from infra.native.services import native_services
     from infra.workers import COMPOSE_SERVICES, WORKERS
+    from lakehouse.settings import SECRET_VARIABLES, load
     from pipeline.commands import lakehouse
 
+    settings = load()
+    services = COMPOSE["services"]
+    native = {s.name for s in (*native_services(settings), *cluster.daemons(settings))}
+    assert native <= set(services)
+    for name in native:
+        assert services[name]["command"] == ["python", "-m", "infra.serve", name]
+    profiled = {name for name, service in services.items() if service.get("profiles") == ["cluster"]}
+    assert profiled == {d.name for d in cluster.daemons(settings)}
+
     # The image's Python runs the `lakehouse` command as everything else here runs it, and
-    # the workers Compose runs with the arguments native mode gives them.
+    # the workers Compose runs with the arguments the native mode gives them.
     def in_image(*arguments: str) -> list[str]:
         return ["python", *lakehouse(*arguments)[1:]]
 
-    assert commands == {
-        "thrift": ["python", "-m", "serving.jdbc"],
-        "dashboard": in_image(*WORKERS["dashboard"]),
-        "metrics": in_image(*WORKERS["metrics"]),
-        "scheduler": in_image("scheduler", "webserver"),
-        "scheduler-daemon": in_image("scheduler", "daemon"),
-    }
-    assert {services[name]["image"] for name in commands} == {"retailmax-lakehouse:local"}
-    assert (ROOT / services["thrift"]["build"]["dockerfile"]).exists()
-    from lakehouse.settings import SECRET_VARIABLES, load
-
     assert COMPOSE_SERVICES <= set(services)
+    for name in COMPOSE_SERVICES:
+        assert services[name]["command"] == in_image(*WORKERS[name])
+    assert services["scheduler"]["command"] == in_image("scheduler", "webserver")
+    assert services["scheduler-daemon"]["command"] == in_image("scheduler", "daemon")
+    assert {services[name]["profiles"][0] for name in ("scheduler", "scheduler-daemon")} == {"scheduler"}
     # DAGSTER_HOME is read by Dagster itself (the daemon's health check), not by the settings.
-    known = set(load().environment()) | set(SECRET_VARIABLES) | {"DAGSTER_HOME"}
-    for name in commands:
-        assert set(services[name]["environment"]) <= known, name
+    known = set(settings.environment()) | set(SECRET_VARIABLES) | {"DAGSTER_HOME"}
+    for name, service in services.items():
+        assert set(service["environment"]) <= known, name
 
 
-def test_the_jdbc_server_in_compose_runs_as_the_native_modes_account_and_only_reads():
-    thrift = COMPOSE["services"]["thrift"]
+def test_compose_services_run_as_the_native_modes_accounts_and_the_jdbc_server_only_reads():
     from lakehouse.settings import Settings
 
+    services = COMPOSE["services"]
+    assert all(service.get("user") != "root" for service in services.values())
+    assert services["postgres"]["user"] == "postgres"
+    thrift = services["thrift"]
     assert thrift["user"] == Settings.thrift_os_user
-    assert (
-        f"useradd --system --user-group --no-create-home --shell /usr/sbin/nologin "
-        f"{Settings.thrift_os_user}" in (ROOT / thrift["build"]["dockerfile"]).read_text()
-    )
+    assert f"{Settings.thrift_os_user} " in (ROOT / "infra/docker/Dockerfile").read_text()
     assert all(volume.endswith(":ro") for volume in thrift["volumes"])
 
 
 def test_connect_provides_every_variable_the_connector_refers_to():
+    from infra.native.kafka import NativeConnect
+    from lakehouse.settings import load
+
     referenced = set(re.findall(r"\$\{env:(\w+)\}", str(CONFIG)))
     assert referenced == {"SOURCE_DB_HOST", "SOURCE_DB_PORT", "DEBEZIUM_PASSWORD"}
-    assert referenced <= set(COMPOSE["services"]["connect"]["environment"])
-    native = (ROOT / "infra/native/kafka.py").read_text()
-    assert all(f'"{name}"' in native for name in referenced)
+    # One code gives them to the worker in both modes (infra/serve.py runs the same class).
+    assert referenced <= set(NativeConnect(load()).environment())
+    assert "DEBEZIUM_PASSWORD" in COMPOSE["services"]["connect"]["environment"]
 
 
 def test_compose_file_is_valid_for_docker_compose_when_available():
@@ -142,6 +122,7 @@ def test_compose_file_is_valid_for_docker_compose_when_available():
             "PATH": "/usr/bin:/bin",
             **{name: "secret" for name in SECRET_VARIABLES},
             "LAKEHOUSE_WAREHOUSE": "/tmp/warehouse",
+            "LAKEHOUSE_STATE_DIR": "/tmp/state",
         },
     )
     assert result.returncode == 0, result.stderr
@@ -182,44 +163,6 @@ def _properties(name: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
 
 
-def test_compose_kafka_has_every_native_broker_setting():
-    # Listeners and paths differ by design (containers reach the broker by service name).
-    native = {
-        k: v
-        for k, v in _properties("kafka-server.properties").items()
-        if "${" not in v and "listener" not in k
-    }
-    environment = COMPOSE["services"]["kafka"]["environment"]
-    compose = {
-        k.removeprefix("KAFKA_").lower().replace("_", "."): str(v)
-        for k, v in environment.items()
-        if k.startswith("KAFKA_")
-    }
-    assert {k: compose.get(k) for k in native} == native
-    assert native["min.insync.replicas"] == "1" and native["unclean.leader.election.enable"] == "false"
-
-
-def test_compose_connect_has_the_native_offset_and_producer_settings():
-    native = _properties("connect-distributed.properties")
-    environment = COMPOSE["services"]["connect"]["environment"]
-    for key in (
-        "offset.flush.interval.ms",
-        "producer.acks",
-        "producer.max.request.size",
-        "producer.buffer.memory",
-    ):
-        assert str(environment["CONNECT_" + key.upper().replace(".", "_")]) == native[key], key
-
-
-def test_compose_postgres_runs_with_the_native_server_options():
-    from infra.native.postgres import SERVER_OPTIONS
-
-    command = COMPOSE["services"]["postgres"]["command"]
-    options = dict(value.split("=", 1) for flag, value in zip(command, command[1:]) if flag == "-c")
-    assert {k: SERVER_OPTIONS[k] for k in options} == options
-    assert options["max_slot_wal_keep_size"] == "4GB"
-
-
 def test_a_change_event_the_connectors_guard_lets_through_fits_every_limit_on_its_way():
     guard = int(connector_definition()["config"]["transforms.guard.max.bytes"])
     connect, broker = _properties("connect-distributed.properties"), _properties("kafka-server.properties")
@@ -232,12 +175,12 @@ def test_a_change_event_the_connectors_guard_lets_through_fits_every_limit_on_it
 
 def test_a_test_sessions_services_and_cluster_listen_on_no_port_the_demos_do(tmp_path):
     from infra.native.cluster import daemons
-    from infra.stack import _native_services
+    from infra.native.services import native_services
     from lakehouse.settings import load
     from tests.conftest import isolated
 
     def ports(settings):
-        services = [*_native_services(settings), *daemons(settings)]
+        services = [*native_services(settings), *daemons(settings)]
         return {port for service in services for _, port, _ in service.ports()}
 
     demo = load()
