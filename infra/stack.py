@@ -21,7 +21,7 @@ from infra.native import cluster
 from infra.native.process import ServiceError, port_open
 from infra.native.services import native_services
 from ingestion import connector, database, topics
-from lakehouse.settings import PORT, Settings, declared, render
+from lakehouse.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST_CERTIFICATE_AUTHORITIES = Path("/usr/local/share/ca-certificates")
@@ -57,27 +57,43 @@ def docker_engine_answers() -> bool:
         return False
 
 
+# What each container sets for itself (docker-compose.yml, infra/docker/Dockerfile) rather
+# than taking from the command that starts it.
+CONTAINER_SETTINGS = ("LAKEHOUSE_JARS_DIR", "SPARK_IVY_DIR")
+
+
 def _compose(settings: Settings, *arguments: str) -> None:
-    # Compose fills the file's variables from these: the settings' ports and addresses as
-    # the native mode uses them, the warehouse and state directory the containers mount at
-    # the host's paths, and the secrets from the environment or .env. The classic builder:
-    # Debian's engine has BuildKit, but not the buildx plugin Compose's BuildKit path wants.
-    addresses = {
-        declaration.variable: render(getattr(settings, name))
-        for name, declaration in declared().items()
-        if declaration.kind is PORT or name in ("kafka_bootstrap", "connect_url")
-    }
-    subprocess.run(
-        [*COMPOSE, *arguments],
-        check=True,
-        env={
-            **os.environ,
-            **addresses,
-            "LAKEHOUSE_WAREHOUSE": settings.warehouse,
-            "LAKEHOUSE_STATE_DIR": str(settings.state_dir),
-            "DOCKER_BUILDKIT": "0",
-        },
+    subprocess.run([*COMPOSE, *arguments], check=True, env={**os.environ, **compose_variables(settings)})
+
+
+def compose_variables(settings: Settings) -> dict[str, str]:
+    """What `docker compose` needs besides the secrets (from the environment or .env): the
+    containers' settings, written to <state dir>/run/compose.env for them to read; the
+    warehouse and state directory, mounted at the host's paths; this process's user, as
+    whom the demo's workers run. And the classic builder: Debian's engine has BuildKit, but
+    not the buildx plugin that Compose's BuildKit path wants."""
+    written = settings.state_dir / "run" / "compose.env"
+    written.parent.mkdir(parents=True, exist_ok=True)
+    written.write_text(
+        "".join(
+            f"{variable}={value}\n"
+            for variable, value in settings.environment().items()
+            if variable not in CONTAINER_SETTINGS
+        )
     )
+    return {
+        "LAKEHOUSE_WAREHOUSE": settings.warehouse,
+        "LAKEHOUSE_STATE_DIR": str(settings.state_dir),
+        "HOST_UID": str(os.getuid()),
+        "HOST_GID": str(os.getgid()),
+        "DOCKER_BUILDKIT": "0",
+    }
+
+
+def start_demo_containers(settings: Settings) -> None:
+    """The demo's workers and pages in the Compose mode: profile "demo" of
+    docker-compose.yml (`make up`; the native mode starts them as processes)."""
+    _compose(settings, "--profile", "demo", "up", "-d", "--wait")
 
 
 def _prepare_image_build(report) -> None:

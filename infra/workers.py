@@ -19,6 +19,7 @@ to `lakehouse status`, the dashboard and the metrics.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -146,9 +147,34 @@ def supervise_once(
         exits.save(settings, name)
 
 
-def supervise(settings: Settings, interval: float = 5.0) -> None:
-    """`lakehouse supervise`: watches the demo's other workers until stopped."""
-    commands = {name: lakehouse(*arguments) for name, arguments in WORKERS.items() if name != "supervisor"}
+def start(settings: Settings, name: str) -> BackgroundProcess:
+    """Starts a worker unless it runs, with a clean record of exits."""
+    process = worker(settings, name)
+    if not process.running():
+        Exits.path(settings, name).unlink(missing_ok=True)
+        process.start(lakehouse(*WORKERS[name]))
+    return process
+
+
+def supervise(settings: Settings, names: list[str], start_them: bool = False, interval: float = 5.0) -> None:
+    """`lakehouse supervise`: watches the demo's workers `names` (all the others when none)
+    until stopped. With `start_them`, it starts them first and records its own pid, as the
+    main process of the Compose mode's `workers` container, which shares the host's process
+    table: `make status` and `make down` then treat it and them as native workers."""
+    names = names or [name for name in WORKERS if name != "supervisor"]
+    if start_them:
+        # A group of its own, as a worker the native mode starts: `make down` stops a worker
+        # by its process group.
+        try:
+            os.setsid()
+        except PermissionError:  # already a group's leader
+            pass
+        own = worker(settings, "supervisor").pid_file
+        own.parent.mkdir(parents=True, exist_ok=True)
+        own.write_text(str(os.getpid()))
+        for name in names:
+            start(settings, name)
+    commands = {name: lakehouse(*WORKERS[name]) for name in names}
     while True:
         supervise_once(settings, commands)
         time.sleep(interval)

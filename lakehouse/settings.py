@@ -364,6 +364,13 @@ class Settings:
         TEXT,
         "The heap of a command's Spark driver, which in local mode runs the whole job.",
     )
+    spark_ivy_dir: str = setting(
+        "SPARK_IVY_DIR",
+        "",
+        TEXT,
+        "Where Spark keeps the packages it resolves (the Hudi bundle, the Kafka connector); "
+        "empty: Ivy's ~/.ivy2. The Compose image's shared cache is set here.",
+    )
     spark_ui: bool = setting(
         "SPARK_UI",
         True,

@@ -74,6 +74,7 @@ def session_config(settings: Settings) -> dict[str, str]:
     return {
         "spark.jars.packages": ",".join(spark_packages(settings)),
         "spark.jars.ivySettings": str(IVY_SETTINGS),
+        **({"spark.jars.ivy": settings.spark_ivy_dir} if settings.spark_ivy_dir else {}),
         # The project's Java classes (lakehouse/jvm.py), on the driver and every executor.
         "spark.jars": str(project_jar(settings.jars_dir)),
         "spark.serializer": "org.apache.spark.serializer.KryoSerializer",

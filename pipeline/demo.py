@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import time
 
-from infra import stack
-from infra.workers import COMPOSE_SERVICES, WORKERS, Exits, worker
+from infra import stack, workers
+from infra.workers import COMPOSE_SERVICES, WORKERS, worker
 from ingestion.seed import SeedSize, seed
 from lakehouse.settings import Settings
-from pipeline.commands import lakehouse
 
 
 def up(settings: Settings, mode: str = "auto", report=print) -> None:
@@ -18,14 +17,12 @@ def up(settings: Settings, mode: str = "auto", report=print) -> None:
     mode = stack.start(settings, mode, report)
     counts = seed(settings, SeedSize.for_lines(10_000))
     report("seed: tables already hold data" if counts is None else f"seed: {counts}")
-    for name, arguments in WORKERS.items():
-        if mode == "docker" and name in COMPOSE_SERVICES:
-            continue
-        process = worker(settings, name)
-        if not process.running():
-            Exits.path(settings, name).unlink(missing_ok=True)
-            process.start(lakehouse(*arguments))
-        report(f"{name:<9} running (log {process.log})")
+    if mode == "docker":
+        stack.start_demo_containers(settings)
+        report(f"demo workers running in containers ({', '.join(COMPOSE_SERVICES)}, workers)")
+    else:
+        for name in WORKERS:
+            report(f"{name:<9} running (log {workers.start(settings, name).log})")
     report(
         f"demo up ({mode} mode) in {time.monotonic() - began:.1f} s; dashboard on "
         f"http://localhost:{settings.dashboard_port}/, Data Docs on "

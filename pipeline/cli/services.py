@@ -131,16 +131,28 @@ def _dashboard(args, settings):
 
 
 def supervise(commands) -> None:
-    commands.add_parser(
+    from infra.workers import WORKERS
+
+    supervise = commands.add_parser(
         "supervise",
         help="keep the demo's other workers running: restart one that exits, record why (make up runs it)",
-    ).set_defaults(handler=_supervise)
+    )
+    supervise.add_argument(
+        "workers",
+        nargs="*",
+        choices=[name for name in WORKERS if name != "supervisor"],
+        help="the workers to watch (default: all the others)",
+    )
+    supervise.add_argument(
+        "--start", action="store_true", help="start them first (the Compose mode's `workers` container)"
+    )
+    supervise.set_defaults(handler=_supervise)
 
 
 def _supervise(args, settings):
     from infra import workers
 
-    workers.supervise(settings)
+    workers.supervise(settings, args.workers, args.start)
     return 0
 
 

@@ -1,5 +1,6 @@
 """The Docker Compose file, the native configs and the connector JSON stay in step."""
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -65,11 +66,16 @@ def test_compose_runs_each_service_with_the_native_modes_code_and_settings():
     assert COMPOSE_SERVICES <= set(services)
     for name in COMPOSE_SERVICES:
         assert services[name]["command"] == in_image(*WORKERS[name])
+    # The other workers run in one container, started and watched by the native supervisor.
+    others = [name for name in WORKERS if name != "supervisor" and name not in COMPOSE_SERVICES]
+    assert services["workers"]["command"] == in_image("supervise", "--start", *others)
+    assert {services[name]["profiles"][0] for name in (*COMPOSE_SERVICES, "workers")} == {"demo"}
     assert services["scheduler"]["command"] == in_image("scheduler", "webserver")
     assert services["scheduler-daemon"]["command"] == in_image("scheduler", "daemon")
     assert {services[name]["profiles"][0] for name in ("scheduler", "scheduler-daemon")} == {"scheduler"}
     # DAGSTER_HOME is read by Dagster itself (the daemon's health check), not by the settings.
-    known = set(settings.environment()) | set(SECRET_VARIABLES) | {"DAGSTER_HOME"}
+    # HOME: any user's, for the workers' container, which runs as the host's user.
+    known = set(settings.environment()) | set(SECRET_VARIABLES) | {"DAGSTER_HOME", "HOME"}
     for name, service in services.items():
         assert set(service["environment"]) <= known, name
 
@@ -97,8 +103,9 @@ def test_connect_provides_every_variable_the_connector_refers_to():
     assert "DEBEZIUM_PASSWORD" in COMPOSE["services"]["connect"]["environment"]
 
 
-def test_compose_file_is_valid_for_docker_compose_when_available():
-    from lakehouse.settings import SECRET_VARIABLES
+def test_compose_file_is_valid_for_docker_compose_when_available(tmp_path):
+    from infra.stack import compose_variables
+    from lakehouse.settings import SECRET_VARIABLES, load
 
     if (
         shutil.which("docker") is None
@@ -121,8 +128,7 @@ def test_compose_file_is_valid_for_docker_compose_when_available():
         env={
             "PATH": "/usr/bin:/bin",
             **{name: "secret" for name in SECRET_VARIABLES},
-            "LAKEHOUSE_WAREHOUSE": "/tmp/warehouse",
-            "LAKEHOUSE_STATE_DIR": "/tmp/state",
+            **compose_variables(dataclasses.replace(load(), state_dir=tmp_path)),
         },
     )
     assert result.returncode == 0, result.stderr
