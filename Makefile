@@ -8,18 +8,27 @@ LAKEHOUSE := $(VENV)/bin/lakehouse
 # and the browser (with its driver) in which the tests open the dashboard.
 APT_PACKAGES := postgresql openjdk-17-jdk-headless maven chromium chromium-driver
 
-.PHONY: help install env up services cluster down status seed simulate notebooks scheduler test test-unit test-long lint bench chaos docs docs-build clean
+.PHONY: help install docker env up services cluster down status seed simulate notebooks scheduler test test-unit test-long test-compose lint bench chaos docs docs-build clean
 
 help: ## list the targets
-	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-13s %s\n", $$1, $$2}'
 
-install: $(VENV)/.installed ## install system packages, the Python virtualenv and the jars (Kafka, Debezium, Hudi)
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+# The Compose mode's own: Debian's Docker engine, and debootstrap, which makes the base image
+# where no image registry answers (infra/docker/base-image.sh).
+DOCKER_PACKAGES := docker.io debootstrap
+
+# Installs the Debian packages of $(1) that are missing.
+define apt_install
+	@missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages: $$missing"; \
 	  $$( [ $$(id -u) -eq 0 ] || echo sudo ) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$( [ $$(id -u) -eq 0 ] || echo sudo ) apt-get install -y -qq $$missing; \
 	fi
+endef
+
+install: $(VENV)/.installed ## install system packages, the Python virtualenv and the jars (Kafka, Debezium, Hudi)
+	$(call apt_install,$(APT_PACKAGES))
 	@$(PYTHON) -m infra.native.jars
 	@$(PYTHON) -m lakehouse.jvm
 	@mkdir -p .lake/logs; SPARK_UI=false $(PYTHON) -m lakehouse.spark 2>.lake/logs/spark-packages.log || \
@@ -64,9 +73,17 @@ notebooks: install env ## open JupyterLab on notebooks/ with the project's envir
 # The unit tests run in a random order (pytest-randomly prints the seed, and
 # `pytest tests/unit --randomly-seed=N` replays it); the integration tests build on
 # the stack they share, so they keep the order they are written in (tests/integration/conftest.py).
-test: install ## every test: the unit tests, then the integration tests with every fault scenario (on services of its own, beside any running demo)
+docker: ## install what the Compose mode needs: Debian's Docker engine and debootstrap, and Compose v2 built from its Go module
+	$(call apt_install,$(DOCKER_PACKAGES))
+	@bash infra/docker/compose.sh
+
+test: install docker ## every test: unit, integration with every fault scenario (on services of its own, beside any running demo), then the demo in Compose
 	$(VENV)/bin/pytest -q tests/unit
 	$(VENV)/bin/pytest -q --durations=0 --durations-min=15 tests/integration
+	@$(MAKE) --no-print-directory test-compose
+
+test-compose: install docker ## only the Compose group: the whole demo in containers, on a Docker engine started for it if none runs (and stopped after)
+	bash infra/docker/with-engine.sh $(VENV)/bin/pytest -q --durations=0 --durations-min=15 tests/compose
 
 test-long: install ## only the long scenarios that `make test` runs too: the fault matrix, kill -9 of a Bronze and a Silver write, the cluster pass, Connect stopped, bulk loads across a killed and a stopped Connect
 	$(VENV)/bin/pytest -q --durations=5 -m long tests/integration

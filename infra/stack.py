@@ -25,16 +25,7 @@ from lakehouse.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST_CERTIFICATE_AUTHORITIES = Path("/usr/local/share/ca-certificates")
-COMPOSE = [
-    "docker",
-    "compose",
-    "-f",
-    str(ROOT / "docker-compose.yml"),
-    "--env-file",
-    str(ROOT / "infra" / "versions.env"),
-    "--env-file",
-    str(ROOT / ".env"),
-]
+COMPOSE = ["docker", "compose", "-f", str(ROOT / "docker-compose.yml")]
 
 
 @dataclass(frozen=True)
@@ -63,7 +54,16 @@ CONTAINER_SETTINGS = ("LAKEHOUSE_JARS_DIR", "SPARK_IVY_DIR")
 
 
 def _compose(settings: Settings, *arguments: str) -> None:
-    subprocess.run([*COMPOSE, *arguments], check=True, env={**os.environ, **compose_variables(settings)})
+    # The pins, then the secrets of .env where there is one (a test session keeps its own in
+    # its environment, which takes precedence).
+    env_files = [ROOT / "infra" / "versions.env"]
+    if (ROOT / ".env").exists():
+        env_files.append(ROOT / ".env")
+    subprocess.run(
+        [*COMPOSE, *(f"--env-file={path}" for path in env_files), *arguments],
+        check=True,
+        env={**os.environ, **compose_variables(settings)},
+    )
 
 
 def compose_variables(settings: Settings) -> dict[str, str]:
@@ -88,6 +88,12 @@ def compose_variables(settings: Settings) -> dict[str, str]:
         "HOST_GID": str(os.getgid()),
         "DOCKER_BUILDKIT": "0",
     }
+
+
+def compose_down(settings: Settings, delete_volumes: bool = False) -> None:
+    """Removes every container of the Compose project, whatever its profile; with
+    `delete_volumes`, its named volumes too."""
+    _compose(settings, "--profile", "*", "down", *(["--volumes"] if delete_volumes else []))
 
 
 def start_demo_containers(settings: Settings) -> None:
@@ -157,7 +163,7 @@ def stop(settings: Settings, report=print, delete_volumes: bool = False) -> None
     services' data, which the native mode keeps under the state directory) go too."""
     cluster.stop(settings, report)
     if _mode(settings) == "docker":
-        _compose(settings, "--profile", "*", "down", *(["--volumes"] if delete_volumes else []))
+        compose_down(settings, delete_volumes)
     else:
         for service in reversed(native_services(settings)):
             service.stop()

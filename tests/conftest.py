@@ -36,20 +36,19 @@ def project_secrets():
         yield
 
 
-def isolated(base: Settings, state_dir: Path) -> Settings:
-    """`base` moved to a state directory and ports of its own, with the jars it already has:
-    everything a test session starts, writes and stops is apart from the demo's."""
-    shifted = {
-        name: getattr(base, name) + TEST_PORT_OFFSET for name, s in declared().items() if s.kind is PORT
-    }
+def isolated(base: Settings, state_dir: Path, offset: int = TEST_PORT_OFFSET) -> Settings:
+    """`base` moved to a state directory and ports of its own (`offset` above the demo's),
+    with the jars it already has: everything a test session starts, writes and stops is
+    apart from the demo's."""
+    shifted = {name: getattr(base, name) + offset for name, s in declared().items() if s.kind is PORT}
     return dataclasses.replace(
         base,
         state_dir=state_dir,
         jars_dir=base.jars_dir.resolve(),
         models_dir=state_dir / "models",
         pg_host="localhost",
-        kafka_bootstrap=f"localhost:{base.kafka_port + TEST_PORT_OFFSET}",
-        connect_url=f"http://localhost:{base.connect_port + TEST_PORT_OFFSET}",
+        kafka_bootstrap=f"localhost:{base.kafka_port + offset}",
+        connect_url=f"http://localhost:{base.connect_port + offset}",
         **shifted,
     )
 
