@@ -12,6 +12,12 @@ rows are keyed by their Kafka position. So a crash can neither lose nor duplicat
 keeps polling on a trigger interval (what `make up` runs).
 """
 
+# Why one module over 300 lines: each query's lifecycle (start, write a batch, drain, stream,
+# and the failures it recovers from: a refused schema change, a recreated topic) turns on
+# the same query, checkpoint and counts, and is read top to bottom as one job. What it
+# builds on lives apart: decoding (bronze/decode.py), schema checks (bronze/schema.py), the
+# table declarations (bronze/tables.py).
+
 from __future__ import annotations
 
 import dataclasses

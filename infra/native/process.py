@@ -6,6 +6,10 @@ line and environment, its health probe. Skipping a running service, refusing a t
 waiting for health with the log's tail on failure, stopping and killing are here, once.
 """
 
+# Why one module: the process primitives (pid files, process groups, ports) and the service
+# lifecycle over them are used together by every service; apart, each half would be read
+# with the other open.
+
 from __future__ import annotations
 
 import os
@@ -120,6 +124,14 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
+def inherited_environment(inherit_secrets: bool) -> dict[str, str]:
+    """This process's environment as a service it starts gets it: without `inherit_secrets`,
+    none of the project's secrets."""
+    return {
+        name: value for name, value in os.environ.items() if inherit_secrets or name not in SECRET_VARIABLES
+    }
+
+
 class BackgroundProcess:
     """A long-running process detached from the caller, tracked by a pid file."""
 
@@ -151,11 +163,7 @@ class BackgroundProcess:
         as that OS account, in its own group only (the caller must be root)."""
         self.pid_file.parent.mkdir(parents=True, exist_ok=True)
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        inherited = {
-            name: value
-            for name, value in os.environ.items()
-            if inherit_secrets or name not in SECRET_VARIABLES
-        }
+        inherited = inherited_environment(inherit_secrets)
         with self.log.open("ab") as log:
             process = subprocess.Popen(
                 command,
@@ -281,13 +289,8 @@ class SupervisedService(NativeService):
 
     def run_in_foreground(self) -> None:
         self.prepare()
-        inherited = {
-            name: value
-            for name, value in os.environ.items()
-            if self.inherit_secrets or name not in SECRET_VARIABLES
-        }
         command = self.command()
-        os.execvpe(command[0], command, {**inherited, **self.environment()})
+        os.execvpe(command[0], command, {**inherited_environment(self.inherit_secrets), **self.environment()})
 
     def launch(self) -> None:
         self.process.start(

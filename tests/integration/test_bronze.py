@@ -1,5 +1,9 @@
 """Bronze equals Postgres after a drain: through random workloads, replays, bad input and kill -9."""
 
+# Why one module over 300 lines: every test here drives the same Bronze job against the same
+# topics and checks it the same way (Bronze against Postgres or the topic); split, the
+# modules would share all their helpers.
+
 from __future__ import annotations
 
 import dataclasses
