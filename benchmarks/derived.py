@@ -151,7 +151,7 @@ def _pass(runner: Runner, full_refresh: bool, report) -> dict:
 def measure(
     spark: SparkSession, settings: Settings, sizes: list[int], change_share: float, report=print
 ) -> dict:
-    runner = Runner(spark, settings)
+    runner = Runner(spark, settings, by_cost=False)
     results = []
     for lines in sizes:
         offsets = messages_in(settings, SALES_TRANSACTIONS.topic)

@@ -15,8 +15,9 @@ A run of one derived table:
    output and its checkpoint move together or not at all.
 
 A full refresh is the same transform over whole snapshots, written with
-`insert_overwrite_table`; it runs on `--full-refresh`, on the first run, and when an input's
-checkpoint is no longer readable (archived or cleaned) — and says which.
+`insert_overwrite_table`; it runs on `--full-refresh`, on the first run, when an input's
+checkpoint is no longer readable (archived or cleaned), and when the changes waiting would
+cost more than a rebuild (lakehouse/costs.py) — and says which.
 
 Snapshots may already hold commits newer than `end` (Bronze can be streaming meanwhile).
 That is harmless: recomputing a key from a newer snapshot gives the newer truth, and those
@@ -41,7 +42,7 @@ from py4j.protocol import Py4JJavaError
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from lakehouse import catalog, hudi, layout, quality, rules, timeline
+from lakehouse import catalog, costs, hudi, layout, quality, rules, timeline
 from lakehouse.changeset import changeset
 from lakehouse.hudi import DELETED, change_log, changed_images, snapshot
 from lakehouse.partitions import within
@@ -145,9 +146,17 @@ def utc_now() -> datetime:
 
 
 class Runner:
-    def __init__(self, spark: SparkSession, settings: Settings, clock: Callable[[], datetime] = utc_now):
-        """`clock` is the "now" that rules such as "not in the future" compare with."""
-        self.spark, self.settings, self.clock = spark, settings, clock
+    def __init__(
+        self,
+        spark: SparkSession,
+        settings: Settings,
+        clock: Callable[[], datetime] = utc_now,
+        by_cost: bool = True,
+    ):
+        """`clock` is the "now" that rules such as "not in the future" compare with;
+        `by_cost` lets a run rebuild when that costs less than its changes would
+        (lakehouse/costs.py); without it a run goes incrementally whenever it can."""
+        self.spark, self.settings, self.clock, self.by_cost = spark, settings, clock, by_cost
         self._results: dict[str, list[tuple]] = {}
 
     def run(self, table: DerivedTable, full_refresh: bool = False) -> RunReport:
@@ -155,6 +164,7 @@ class Runner:
             note for t in (table, table.quarantine) if (note := layout.ensure(self.spark, self.settings, t))
         ]
         report = self._run(table, full_refresh)
+        costs.record(self.settings, report)
         if not relaid:
             return report
         return dataclasses.replace(report, note="; ".join([*relaid, *filter(None, [report.note])]))
@@ -178,6 +188,8 @@ class Runner:
             if not pending:
                 # Decided from timelines alone: an idle table opens none of its inputs.
                 return RunReport(table.name, "idle", seconds=time.monotonic() - began)
+            if self.by_cost:
+                reason = self._cheaper_to_rebuild(table, pending, consumed, ends)
         snapshots = self._snapshots(table)
         transform = self._transform(table, snapshots)
         if not reason:
@@ -186,6 +198,21 @@ class Runner:
             except UnreadableChanges as error:
                 reason = str(error)
         return self._rebuild(table, transform, ends, began, reason)
+
+    def _cheaper_to_rebuild(
+        self, table: DerivedTable, pending: list[Input], consumed: dict[str, str], ends: dict[str, str]
+    ) -> str | None:
+        """Why a rebuild costs less than reading the changes waiting, which the inputs'
+        commits recorded (their write statistics), or None."""
+        waiting = sum(
+            sum(
+                timeline.changes_committed(
+                    self.spark, i.table.path(self.settings), consumed[i.table.name], ends[i.table.name]
+                ).values()
+            )
+            for i in pending
+        )
+        return costs.read(self.settings, table.name).rebuild_reason(waiting)
 
     def full_result(self, table: DerivedTable) -> tuple[DataFrame, DataFrame]:
         """What `--full-refresh` would write, without writing it: the transform over the
@@ -493,6 +520,16 @@ class Runner:
             )
         ]
 
+    def _pruned_inputs_moved(self, table: DerivedTable, ends: dict[str, str]) -> bool:
+        """Whether a pruned input has a commit completed after this run's end for it."""
+        return any(
+            timeline.read(self.spark, i.table.path(self.settings), checkpoint=False).has_commits_after(
+                ends[i.table.name]
+            )
+            for i in table.inputs
+            if i.prune
+        )
+
     def _upsert_affected(
         self,
         table: DerivedTable,
@@ -517,14 +554,17 @@ class Runner:
         }
         recomputed = cache(self._transform(table, pruned_views).join(affected, keys, "left_semi"))
         verdict = self._validate(table, recomputed, ends, full_refresh=False)
-        held = self._current(table, scope).join(affected, keys, "left_semi")
+        # Read once: the upserts, the missing rows and the kept-out rows each compare with it.
+        held = cache(self._current(table, scope).join(affected, keys, "left_semi"))
         changes = changeset(table, recomputed, held, verdict.quarantined.select(keys))
         if any(column not in keys for column in scope):
             # A row missing from the pruned inputs may have moved out of the affected values
             # in an input commit newer than this run's end (snapshots can be newer). Only the
-            # whole inputs can tell, so the few delete candidates are looked up there.
+            # whole inputs can tell, so the few delete candidates are looked up there: a
+            # transform over whole inputs, as costly as a rebuild. It is needed only when a
+            # pruned input committed since the run began; the snapshots were read by now.
             missing = cache(changes.missing)
-            if missing.count():
+            if missing.count() and self._pruned_inputs_moved(table, ends):
                 changes = changes.still_produced(transform.join(missing.select(keys), keys, "left_semi"))
         batch = cache(changes.batch())
         upserted, deleted = batch.agg(F.count_if(~F.col(DELETED)), F.count_if(F.col(DELETED))).first()

@@ -274,13 +274,23 @@ class Gate:
             )
         forget_old_runs(self.quality_dir, name)
         batch = batch.withColumns({dict(r.arguments)["column"]: _problems(r) for r in rules if r.computed})
-        rows = batch.count()
-        engine = engine or ("pandas" if rows <= self.in_memory_rows else "spark")
+        # One Spark job both sizes a small batch and collects it: counting first, then
+        # collecting, computed the batch (and its Python checks) twice.
+        if engine == "spark":
+            in_memory = None
+        elif engine == "pandas":
+            in_memory = _in_memory(batch)
+        else:
+            in_memory = _in_memory(batch.limit(self.in_memory_rows + 1))
+            if len(in_memory) > self.in_memory_rows:
+                in_memory = None
+        rows = batch.count() if in_memory is None else len(in_memory)
+        engine = "spark" if in_memory is None else "pandas"
         from great_expectations.exceptions.resource_freshness import ResourceFreshnessAggregateError
 
         def run():
             return self._checkpoint(name, rules, keys, engine).run(
-                batch_parameters={"dataframe": _in_memory(batch) if engine == "pandas" else batch},
+                batch_parameters={"dataframe": batch if in_memory is None else in_memory},
                 expectation_parameters=expectation_parameters(rules, now),
             )
 

@@ -3,6 +3,7 @@ between groups, late dimensions, out-of-order events and a kill -9 mid-write."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
@@ -12,9 +13,11 @@ import pytest
 from gold.tables import DAILY_SALES
 from infra.native.process import BackgroundProcess, group_alive, tail
 from ingestion.events import EventStreams
-from lakehouse import domain
+from lakehouse import costs, domain
+from lakehouse.costs import Measured
 from lakehouse.hudi import snapshot
 from lakehouse.incremental import Runner
+from lakehouse.reports import RunReport
 from pipeline.commands import lakehouse
 from serving import fastpath
 from silver.tables import CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
@@ -25,6 +28,7 @@ from tests.support import (
     kill_mid_write,
     quarantined,
     run_all,
+    run_tables,
     run_workload,
     send_clicks,
 )
@@ -102,6 +106,30 @@ def test_incremental_runs_equal_a_full_rebuild(services, spark, db, producer):
     Runner(spark, services).run(DAILY_SALES, full_refresh=True)
     after = snapshot(spark, DAILY_SALES, services)
     assert before.exceptAll(after).count() == 0 and after.exceptAll(before).count() == 0
+
+
+def test_a_run_rebuilds_when_its_waiting_changes_would_cost_more_and_says_why(services, spark, db):
+    run_all(spark, services)
+    # As if measured on a loaded machine: one change took 30 s incrementally, a rebuild 1 s.
+    costs.record(services, RunReport(DAILY_SALES.name, "incremental", changes_read=1, seconds=30.0))
+    costs.record(services, RunReport(DAILY_SALES.name, "full", seconds=1.0))
+    run_workload(db, steps=20, seed=41)
+    drain_until_equal(spark, services, db)
+    run_tables(spark, services, [UNIFIED_CUSTOMER_ORDERS])
+    runner = Runner(spark, services)
+    try:
+        report = runner.run(DAILY_SALES)
+    finally:
+        runner.record_results()
+    assert report.mode == "full", report.line()
+    said = re.fullmatch(
+        r"rebuilt: (\d+) changes would take about (\d+) s incrementally \(1 took 30\.0 s\), "
+        r"a rebuild took 1\.0 s",
+        report.note,
+    )
+    assert said and int(said[2]) == 30 * int(said[1]), report.note
+    assert costs.read(services, DAILY_SALES.name).full == Measured(round(report.seconds, 2), 0)
+    assert_equals_full_rebuild(spark, services, [UNIFIED_CUSTOMER_ORDERS, DAILY_SALES])
 
 
 def _gold_total(spark, settings, order_date, category, region):

@@ -1,0 +1,43 @@
+"""Which path a run takes: incremental, unless the changes waiting would cost more than a
+rebuild did (lakehouse/costs.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from lakehouse import costs
+from lakehouse.costs import Measured, PathCosts
+from lakehouse.reports import RunReport
+
+MEASURED = PathCosts(incremental=Measured(seconds=4.0, changes=100), full=Measured(seconds=10.0, changes=0))
+
+
+def test_a_run_goes_incrementally_until_both_paths_were_measured():
+    assert PathCosts().rebuild_reason(1_000_000) is None
+    assert PathCosts(full=MEASURED.full).rebuild_reason(1_000_000) is None
+    assert PathCosts(incremental=MEASURED.incremental).rebuild_reason(1_000_000) is None
+
+
+def test_few_changes_cost_what_the_last_small_run_did_and_go_incrementally():
+    # Most of a small run is fixed cost: fewer changes than last time are not cheaper.
+    assert MEASURED.estimate(1) == 4.0
+    assert MEASURED.rebuild_reason(250) is None  # 10 s estimated, a rebuild took 10 s
+
+
+def test_a_backlog_that_would_cost_more_than_a_rebuild_rebuilds_and_says_why():
+    assert MEASURED.rebuild_reason(251) == (
+        "rebuilt: 251 changes would take about 10 s incrementally (100 took 4.0 s), a rebuild took 10.0 s"
+    )
+
+
+def test_each_run_records_the_cost_of_the_path_it_took(settings, tmp_path):
+    settings = dataclasses.replace(settings, state_dir=tmp_path)
+    table = "hudi_daily_sales_gold"
+    assert costs.read(settings, table) == PathCosts()
+    costs.record(settings, RunReport(table, "full", seconds=10.0))
+    costs.record(settings, RunReport(table, "incremental", changes_read=100, seconds=4.0))
+    costs.record(settings, RunReport(table, "idle", seconds=0.5))
+    assert costs.read(settings, table) == MEASURED
+    costs.record(settings, RunReport(table, "incremental", changes_read=7, seconds=3.0))
+    assert costs.read(settings, table).incremental == Measured(seconds=3.0, changes=7)
+    assert costs.read(settings, "hudi_customer_segments_gold") == PathCosts()
