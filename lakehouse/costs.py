@@ -42,6 +42,7 @@ class PathCosts:
 
     incremental: Measured | None = None
     full: Measured | None = None
+    last: str | None = None  # the path the newest run took
 
     def estimate(self, changes: int) -> float | None:
         """Seconds an incremental run over `changes` changes would take, if one was measured."""
@@ -66,11 +67,16 @@ def _path(settings: Settings, table: str) -> Path:
 
 
 def read(settings: Settings, table: str) -> PathCosts:
+    """What the table's runs measured; nothing when no run has, or the file cannot be read
+    (by the metrics endpoint in a container of its own, say)."""
     try:
         stored = json.loads(_path(settings, table).read_text())
-    except (FileNotFoundError, ValueError):
+    except (OSError, ValueError):
         return PathCosts()
-    return PathCosts(**{mode: Measured(**stored[mode]) for mode in (INCREMENTAL, FULL) if mode in stored})
+    return PathCosts(
+        **{mode: Measured(**stored[mode]) for mode in (INCREMENTAL, FULL) if mode in stored},
+        last=stored.get("last"),
+    )
 
 
 def record(settings: Settings, report: RunReport) -> None:
@@ -84,6 +90,7 @@ def record(settings: Settings, report: RunReport) -> None:
     except (FileNotFoundError, ValueError):
         stored = {}
     stored[report.mode] = {"seconds": round(report.seconds, 2), "changes": report.changes_read}
+    stored["last"] = report.mode
     # Written whole, then renamed: a reader never sees half a file.
     partial = path.with_suffix(f".{os.getpid()}.tmp")
     partial.write_text(json.dumps(stored, sort_keys=True))

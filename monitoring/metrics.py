@@ -27,6 +27,8 @@ from prometheus_client.registry import Collector
 from bronze.tables import BRONZE_TABLES
 from dashboard import sources
 from dashboard.panels import TableState
+from lakehouse import costs
+from lakehouse.costs import PathCosts
 from lakehouse.settings import Settings
 from pipeline.tables import derived_tables
 from serving.history import Commit, history
@@ -46,6 +48,7 @@ class PipelineState:
     rule_results: list[dict]  # the newest result of each (table, rule)
     services: list[tuple[str, bool]]
     seconds: float
+    path_costs: dict[str, PathCosts] = field(default_factory=dict)  # per derived table
 
 
 def read_state(settings: Settings) -> PipelineState:
@@ -65,6 +68,7 @@ def read_state(settings: Settings) -> PipelineState:
         rule_results=_or_nothing(lambda: _newest_results(settings)),
         services=_or_nothing(lambda: [(s.name, s.healthy) for s in sources.services(settings)]),
         seconds=time.monotonic() - began,
+        path_costs={t.name: costs.read(settings, t.name) for t in derived_tables()},
     )
 
 
@@ -224,6 +228,21 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
         failing.add_metric(labels, 0.0 if result["success"] else 1.0)
         unexpected.add_metric(labels, float(result["unexpected_count"] or 0))
 
+    path_seconds = gauge(
+        "run_path_seconds",
+        "What each path of the table's run (incremental, or full: a rebuild) cost the last "
+        "time it took it; a run takes the cheaper one for the changes waiting.",
+        [*table_labels, "path"],
+    )
+    rebuilt = gauge("run_rebuilt", "1 when the table's newest run rebuilt it in full.", table_labels)
+    for table, measured in state.path_costs.items():
+        labels = [layers[table], table]
+        for path in (costs.INCREMENTAL, costs.FULL):
+            if found := getattr(measured, path):
+                path_seconds.add_metric([*labels, path], found.seconds)
+        if measured.last:
+            rebuilt.add_metric(labels, 1.0 if measured.last == costs.FULL else 0.0)
+
     up = gauge("service_up", "1 when the service answers its health check.", ["service"])
     for name, healthy in state.services:
         up.add_metric([name], 1.0 if healthy else 0.0)
@@ -245,6 +264,8 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
         kept_out,
         failing,
         unexpected,
+        path_seconds,
+        rebuilt,
         up,
         read,
     ]

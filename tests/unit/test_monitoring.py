@@ -9,6 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from dashboard.panels import TableState
+from lakehouse.costs import Measured, PathCosts
 from monitoring.metrics import CommitCounts, PipelineState, families
 from serving.history import Commit
 
@@ -52,6 +53,10 @@ def state(commits: list[Commit], waiting: int = 0) -> PipelineState:
         ],
         services=[("postgres", True), ("kafka", False)],
         seconds=0.5,
+        path_costs={
+            "hudi_daily_sales_gold": PathCosts(Measured(6.0, 40), Measured(3.5, 0), last="full"),
+            "hudi_customer_segments_gold": PathCosts(),
+        },
     )
 
 
@@ -119,3 +124,14 @@ def test_quarantine_quality_and_services_are_labelled_by_table_rule_and_service(
     gold = {"layer": "gold", "table": "hudi_daily_sales_gold"}
     assert ("retailmax_table_last_commit_timestamp_seconds", tuple(sorted(gold.items()))) not in samples
     assert value(samples, "retailmax_table_lag_seconds", **gold) == 0.0
+
+
+def test_each_paths_last_cost_and_whether_the_newest_run_rebuilt_are_labelled_by_table():
+    samples = scrape(state([]), CommitCounts())
+    gold = {"layer": "gold", "table": "hudi_daily_sales_gold"}
+    assert value(samples, "retailmax_run_path_seconds", path="incremental", **gold) == 6.0
+    assert value(samples, "retailmax_run_path_seconds", path="full", **gold) == 3.5
+    assert value(samples, "retailmax_run_rebuilt", **gold) == 1.0
+    # A table that has not run yet measured neither path.
+    segments = {"layer": "gold", "table": "hudi_customer_segments_gold"}
+    assert not [key for key in samples if dict(key[1]).get("table") == segments["table"]]
