@@ -182,14 +182,20 @@ class Runner:
             else _rebuild_reason(inputs, consumed) or _transform_change(table, written)
         )
         if not reason:
+            # Each input with new commits, and the changes each of those commits recorded (its
+            # write statistics): what the choice of path weighs, and what the change-log
+            # reads are checked against.
             pending = [
-                i for i in table.inputs if inputs[i.table.name].has_commits_after(consumed[i.table.name])
+                (i, self._recorded(i, consumed, ends))
+                for i in table.inputs
+                if inputs[i.table.name].has_commits_after(consumed[i.table.name])
             ]
             if not pending:
                 # Decided from timelines alone: an idle table opens none of its inputs.
                 return RunReport(table.name, "idle", seconds=time.monotonic() - began)
             if self.by_cost:
-                reason = self._cheaper_to_rebuild(table, pending, consumed, ends)
+                waiting = sum(sum(recorded.values()) for _, recorded in pending)
+                reason = costs.read(self.settings, table.name).rebuild_reason(waiting)
         snapshots = self._snapshots(table)
         transform = self._transform(table, snapshots)
         if not reason:
@@ -199,20 +205,11 @@ class Runner:
                 reason = str(error)
         return self._rebuild(table, transform, ends, began, reason)
 
-    def _cheaper_to_rebuild(
-        self, table: DerivedTable, pending: list[Input], consumed: dict[str, str], ends: dict[str, str]
-    ) -> str | None:
-        """Why a rebuild costs less than reading the changes waiting, which the inputs'
-        commits recorded (their write statistics), or None."""
-        waiting = sum(
-            sum(
-                timeline.changes_committed(
-                    self.spark, i.table.path(self.settings), consumed[i.table.name], ends[i.table.name]
-                ).values()
-            )
-            for i in pending
+    def _recorded(self, source: Input, consumed: dict[str, str], ends: dict[str, str]) -> dict[str, int]:
+        name = source.table.name
+        return timeline.changes_committed(
+            self.spark, source.table.path(self.settings), consumed[name], ends[name]
         )
-        return costs.read(self.settings, table.name).rebuild_reason(waiting)
 
     def full_result(self, table: DerivedTable) -> tuple[DataFrame, DataFrame]:
         """What `--full-refresh` would write, without writing it: the transform over the
@@ -424,7 +421,7 @@ class Runner:
         table: DerivedTable,
         snapshots: dict[str, DataFrame],
         transform: DataFrame,
-        pending: list[Input],
+        pending: list[tuple[Input, dict[str, int]]],
         consumed: dict[str, str],
         ends: dict[str, str],
         began: float,
@@ -447,12 +444,17 @@ class Runner:
                 frame.unpersist()
 
     def _read_changes(
-        self, table: DerivedTable, pending: list[Input], consumed: dict[str, str], ends: dict[str, str], cache
+        self,
+        table: DerivedTable,
+        pending: list[tuple[Input, dict[str, int]]],
+        consumed: dict[str, str],
+        ends: dict[str, str],
+        cache,
     ) -> tuple[int, DataFrame, list[str]]:
         changes_read, affected, misses = 0, [], []
-        for source in pending:
+        for source, recorded in pending:
             start, end = consumed[source.table.name], ends[source.table.name]
-            log, count, missed = self._checked_change_log(source, start, end, cache)
+            log, count, missed = self._checked_change_log(source, start, end, recorded, cache)
             misses += filter(None, [missed])
             changed = cache(changed_images(log, self.spark.table(source.alias).schema, source.reads))
             changes_read += count
@@ -464,10 +466,11 @@ class Runner:
         return changes_read, cache(reduce(DataFrame.unionByName, affected).distinct()), misses
 
     def _checked_change_log(
-        self, source: Input, start: str, end: str, cache
+        self, source: Input, start: str, end: str, recorded: dict[str, int], cache
     ) -> tuple[DataFrame, int, str | None]:
         """The input's change log of (start, end], its row count, and a note naming the
-        range's commits that recorded changes but of which the log holds no row.
+        range's commits that recorded changes (`recorded`, per commit) but of which the log
+        holds no row.
 
         Each row of the log carries its commit (`ts_ms`, the commit's requested time), so one
         pass over the log counts each commit's rows, and each is matched with the changes its
@@ -478,7 +481,6 @@ class Runner:
         than recorded is no miss: the statistics also count writes that change no row (an
         upsert of a row as it stands, a delete of a row Bronze never had)."""
         name, path = source.table.name, source.table.path(self.settings)
-        recorded = timeline.changes_committed(self.spark, path, start, end)
         best = None
         for _ in range(2):
             log = cache(change_log(self.spark, path, start, end))

@@ -14,6 +14,10 @@ completed since. Prometheus takes a restart of this process as a counter reset, 
 `rate()` and `increase()` handle.
 """
 
+# Why one module: the endpoint is one reading of the pipeline's state turned into metric
+# families; the reading, the counters kept between readings and the families are read
+# together to see what each metric means. What it reads lives apart (dashboard/sources.py).
+
 from __future__ import annotations
 
 import threading
