@@ -37,7 +37,7 @@ from ingestion.simulate import SimulationPlan, simulate
 from ingestion.topics import messages_in
 from lakehouse import hudi
 from lakehouse.settings import Settings
-from pipeline.commands import lakehouse
+from medallion.invocation import lakehouse
 
 BENCH_SEED = 99
 COMPLETED_INSTANT = re.compile(r"(\d{17})_(\d{17})\.(deltacommit|commit|replacecommit)")

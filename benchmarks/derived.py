@@ -32,7 +32,7 @@ from ingestion.seed import SeedSize, copy_rows, sales
 from ingestion.topics import messages_in
 from lakehouse.incremental import InputNotReady, Runner
 from lakehouse.settings import Settings
-from pipeline.tables import derived_tables
+from medallion.tables import derived_tables
 
 # The event streams at a twentieth of the sales lines: enough for the tables that read them
 # (sessions, daily inventory, user-item interactions, demand) to have work at every size.

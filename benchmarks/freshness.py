@@ -45,7 +45,6 @@ from benchmarks.bronze import (
 from benchmarks.report import distribution, header
 from bronze.job import BronzeJob
 from bronze.tables import SALES_TRANSACTIONS
-from dashboard.sources import table_states
 from gold.tables import DAILY_SALES
 from infra.native.process import BackgroundProcess
 from infra.workers import WORKERS
@@ -54,8 +53,9 @@ from ingestion.simulate import SimulationPlan, simulate
 from lakehouse import hudi
 from lakehouse.incremental import Runner
 from lakehouse.settings import Settings
-from pipeline.commands import lakehouse
-from pipeline.tables import derived_tables
+from medallion.invocation import lakehouse
+from medallion.tables import derived_tables
+from monitoring.state import table_states
 from serving import fastpath
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
 

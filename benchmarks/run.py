@@ -28,8 +28,8 @@ from ingestion.simulate import SimulationPlan, simulate
 from ingestion.topics import messages_in, source_topics
 from lakehouse.files import listed
 from lakehouse.settings import Settings
-from pipeline.commands import lakehouse
-from pipeline.tables import main_tables
+from medallion.invocation import lakehouse
+from medallion.tables import main_tables
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
 
 TRANSACTIONS_PER_SECOND = 20

@@ -18,7 +18,7 @@ from benchmarks.report import header
 from benchmarks.run import _lakehouse_run, _simulate, _wait_for_capture
 from lakehouse.settings import Settings
 from orchestration import assets, definitions
-from orchestration.commands import run_table
+from orchestration.table_jobs import run_table
 
 
 def _materialize(job: dg.JobDefinition, keys: list[dg.AssetKey] | None = None) -> float:

@@ -1,8 +1,8 @@
 """What each panel of the dashboard shows, as pure functions of small frames.
 
-Nothing here reads a table, a clock or a service: `sources.py` does the reading and the
-pages pass its frames in, so every number on the page is computed by a function tested on
-a handful of rows (tests/unit/test_dashboard.py).
+Nothing here reads a table, a clock or a service: `sources.py` and monitoring/state.py do
+the reading and the pages pass their frames in, so every number on the page is computed by
+a function tested on a handful of rows (tests/unit/test_dashboard.py).
 """
 
 # Why one module: it is the pages' whole arithmetic, one small pure function per panel, and
@@ -15,10 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from lakehouse.files import Storage
+if TYPE_CHECKING:  # the pages pass the states in; reading them is monitoring/state.py's
+    from monitoring.state import TableState
 
 # Gold's daily sales by (order_date, product_category, region), as sources.daily_sales reads it.
 SALES_COLUMNS = (
@@ -215,21 +217,6 @@ def _literal(value: str) -> str:
 
 
 # The pipeline view.
-
-
-@dataclass(frozen=True)
-class TableState:
-    """One table as its timeline and its input (Kafka or upstream tables) show it."""
-
-    layer: str
-    name: str
-    last_commit: datetime | None
-    # When the oldest change this table has not taken yet reached its input (a Kafka
-    # message's timestamp, an input table's commit); None when it has taken every change.
-    oldest_waiting: datetime | None = None
-    waiting: int | None = None  # Bronze: messages in Kafka past its checkpoint
-    lag_known: bool = True  # false when the input could not be asked (Kafka down)
-    storage: Storage | None = None  # its data files, when storage could be listed
 
 
 FRESHNESS_COLUMNS = [

@@ -1,75 +1,39 @@
-"""Everything the dashboard reads, without a JVM: tables through the JVM-free read path
-(serving/fastpath.py: hudi-rs and DataFusion), timelines from their files, Bronze's Kafka
-positions from its checkpoints and the broker, and the health of the services.
-
-The tables come from the declarations, so a declared table is on the page with no edit
-here. A reader that cannot answer raises `Unavailable` with one line saying why, which the
-page shows in place of the panel.
+"""The Gold and Silver figures the dashboard's business pages show, read without a JVM
+through the read path of the pipeline's state (monitoring/state.py): daily sales, segments,
+RFM scores, demand and its forecast, top products. A table not written yet raises
+`state.Unavailable` with one line saying why, which the page shows in place of the panel.
 """
-
-# Why one module: every reader the dashboard has answers with the same `Unavailable` contract,
-# and the page imports them as one source of data; split, each would restate it.
 
 from __future__ import annotations
 
 import functools
-import json
-from contextlib import contextmanager
-from datetime import UTC, datetime
-from pathlib import Path
 
 import pandas as pd
-import psycopg
-import requests
-from hudi import HudiTable
 
-from bronze.decode import OVERSIZED, UNLANDABLE
-from bronze.job import checkpoint_location
-from bronze.tables import BRONZE_TABLES, BronzeTable
-from dashboard.panels import SALES_COLUMNS, TableState
+from dashboard.panels import SALES_COLUMNS
 from gold.tables import CUSTOMER_SEGMENTATION_FEATURES, CUSTOMER_SEGMENTS, DAILY_SALES, DEMAND_FORECASTING_TS
-from infra import stack, workers
-from infra.native.process import port_open
-from lakehouse.files import listed
 from lakehouse.settings import Settings
-from lakehouse.tables import DerivedTable, Table, quality_results_table
-from lakehouse.timeline import CONSUMED_KEY
-from pipeline.tables import derived_tables
-from serving import fastpath
-from serving.history import completed_instants, history
+from lakehouse.tables import Table
+from monitoring import state
+from monitoring.state import query
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
-
-# Instant times of Hudi 1.x, in the writers' time zone, which lakehouse/spark.py sets to UTC.
-INSTANT_FORMAT = "%Y%m%d%H%M%S%f"
-WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
-
-
-class Unavailable(RuntimeError):
-    """A panel's data cannot be read now; the message says why in one line."""
-
-
-def _frame(settings: Settings, sql: str) -> pd.DataFrame:
-    try:
-        return fastpath.query(settings.warehouse, sql).table.to_pandas()
-    except fastpath.QueryError as error:
-        raise Unavailable(str(error)) from None
 
 
 def _written_or_explain(settings: Settings, table: Table) -> None:
-    if not written(settings, table):
-        raise Unavailable(
+    if not state.written(settings, table):
+        raise state.Unavailable(
             f"{table.qualified_name} has no data yet: the pipeline's first pass has not committed it."
         )
 
 
 def daily_sales(settings: Settings) -> pd.DataFrame:
     _written_or_explain(settings, DAILY_SALES)
-    return _frame(settings, f"SELECT {', '.join(SALES_COLUMNS)} FROM {DAILY_SALES.qualified_name}")
+    return query(settings, f"SELECT {', '.join(SALES_COLUMNS)} FROM {DAILY_SALES.qualified_name}")
 
 
 def segments(settings: Settings) -> pd.DataFrame:
     _written_or_explain(settings, CUSTOMER_SEGMENTS)
-    return _frame(
+    return query(
         settings,
         f"SELECT segment, region, count(*) AS customers "
         f"FROM {CUSTOMER_SEGMENTS.qualified_name} GROUP BY segment, region",
@@ -79,7 +43,7 @@ def segments(settings: Settings) -> pd.DataFrame:
 def rfm_scores(settings: Settings) -> pd.DataFrame:
     """Buyers per (r_score, f_score, region) of the segmentation features."""
     _written_or_explain(settings, CUSTOMER_SEGMENTATION_FEATURES)
-    return _frame(
+    return query(
         settings,
         f"SELECT r_score, f_score, region, count(*) AS customers "
         f"FROM {CUSTOMER_SEGMENTATION_FEATURES.qualified_name} WHERE r_score IS NOT NULL "
@@ -90,7 +54,7 @@ def rfm_scores(settings: Settings) -> pd.DataFrame:
 def best_selling_skus(settings: Settings, start, end, limit: int = 20) -> list[str]:
     """The skus that sold the most units between two days, most first."""
     _written_or_explain(settings, DEMAND_FORECASTING_TS)
-    frame = _frame(
+    frame = query(
         settings,
         f"SELECT sku FROM {DEMAND_FORECASTING_TS.qualified_name} "
         f"WHERE date BETWEEN DATE '{start}' AND DATE '{end}' "
@@ -103,7 +67,7 @@ def demand_series(settings: Settings, sku: str) -> pd.DataFrame:
     """Every row of one sku in the demand table, by day."""
     _written_or_explain(settings, DEMAND_FORECASTING_TS)
     quoted = sku.replace("'", "''")
-    return _frame(
+    return query(
         settings,
         f"SELECT * FROM {DEMAND_FORECASTING_TS.qualified_name} WHERE sku = '{quoted}' ORDER BY date",
     )
@@ -132,227 +96,4 @@ def _recorded_model(settings: Settings, run_id: str):
 def top_products(settings: Settings, sql: str) -> pd.DataFrame:
     """`sql` is panels.top_products_query's, over Silver's order lines."""
     _written_or_explain(settings, UNIFIED_CUSTOMER_ORDERS)
-    return _frame(settings, sql)
-
-
-def quality_results(settings: Settings, limit: int = 500) -> pd.DataFrame:
-    """The newest `limit` validation results of every layer that has a results table."""
-    layers = sorted({t.layer for t in derived_tables()})
-    parts = [
-        f"SELECT table_name, rule, tier, success, unexpected_count, sample_values, "
-        f"validated_at FROM {quality_results_table(layer).qualified_name}"
-        for layer in layers
-        if written(settings, quality_results_table(layer))
-    ]
-    if not parts:
-        return pd.DataFrame(
-            columns=[
-                "table_name",
-                "rule",
-                "tier",
-                "success",
-                "unexpected_count",
-                "sample_values",
-                "validated_at",
-            ]
-        )
-    return _frame(settings, " UNION ALL ".join(parts) + f" ORDER BY validated_at DESC LIMIT {limit}")
-
-
-def quarantine_rows(settings: Settings) -> pd.DataFrame:
-    """(table, status, rows) for every quarantine table written so far."""
-    frames = []
-    for table in [*BRONZE_TABLES, *derived_tables()]:
-        quarantine = table.quarantine
-        if not written(settings, quarantine):
-            continue
-        # A Bronze message is quarantined by a check, because it failed its batch
-        # (bronze/job.py: a fault no check foresaw, worth a look), or because its row was
-        # too large to capture (a row the source still holds that Bronze lacks).
-        status = (
-            "quarantine_status"
-            if isinstance(table, DerivedTable)
-            else f"CASE WHEN error LIKE '{UNLANDABLE}%' THEN 'not landable' "
-            f"WHEN error LIKE '{OVERSIZED}%' THEN 'oversized' ELSE 'quarantined' END"
-        )
-        frames.append(
-            _frame(
-                settings,
-                f"SELECT '{table.name}' AS \"table\", {status} AS status, "
-                f'count(*) AS "rows" FROM {quarantine.qualified_name} '
-                f"GROUP BY 1, 2",
-            )
-        )
-    return (
-        pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["table", "status", "rows"])
-    )
-
-
-def bronze_commits(settings: Settings) -> pd.DataFrame:
-    """(table, completed, rows_written) of each Bronze delta commit on the active timeline:
-    what the streams landed, without the compactions that rewrite it."""
-    rows = [
-        (table.name, instant_time(commit.completed), commit.rows_written)
-        for table in BRONZE_TABLES
-        if written(settings, table)
-        for commit in history(settings.warehouse, table.qualified_name)
-        if commit.action == "deltacommit" and commit.completed
-    ]
-    return pd.DataFrame(rows, columns=["table", "completed", "rows_written"])
-
-
-def table_states(settings: Settings) -> list[TableState]:
-    """Every declared Bronze, Silver and Gold table, in pipeline order, with its last commit,
-    the oldest change waiting for it and its data files."""
-    completions = {table.name: _completions(settings, table) for table in [*BRONZE_TABLES, *derived_tables()]}
-    states = []
-    with _kafka_positions(settings) as positions:
-        for table in BRONZE_TABLES:
-            if positions is None:  # the broker is down: how far behind is unknown
-                states.append(
-                    TableState(
-                        table.layer,
-                        table.name,
-                        _latest(completions[table.name]),
-                        lag_known=False,
-                        storage=listed(table.path(settings)),
-                    )
-                )
-                continue
-            oldest, waiting = positions(table.topic, _checkpoint_offsets(settings, table))
-            states.append(
-                TableState(
-                    table.layer,
-                    table.name,
-                    _latest(completions[table.name]),
-                    oldest_waiting=oldest,
-                    waiting=waiting,
-                    storage=listed(table.path(settings)),
-                )
-            )
-    for table in derived_tables():
-        consumed = _consumed(settings, table) or {}
-        waiting = [
-            completed
-            for i in table.inputs
-            for completed in completions[i.table.name]
-            if completed > consumed.get(i.table.name, "")
-        ]
-        states.append(
-            TableState(
-                table.layer,
-                table.name,
-                _latest(completions[table.name]),
-                oldest_waiting=instant_time(min(waiting)) if waiting else None,
-                storage=listed(table.path(settings)),
-            )
-        )
-    return states
-
-
-@contextmanager
-def _kafka_positions(settings: Settings):
-    """Gives a function of (topic, offsets landed per partition) returning the timestamp of
-    the oldest message not landed yet and how many are waiting; None when Kafka does not
-    answer."""
-    from kafka import KafkaConsumer, TopicPartition
-    from kafka.errors import KafkaTimeoutError
-
-    host, _, port = settings.kafka_bootstrap.split(",")[0].rpartition(":")
-    try:
-        # kafka-python waits 30 s for a broker that is down; the port answers at once.
-        if not port_open(host, int(port)):
-            raise KafkaTimeoutError(settings.kafka_bootstrap)
-        consumer = KafkaConsumer(
-            bootstrap_servers=settings.kafka_bootstrap, enable_auto_commit=False, request_timeout_ms=5000
-        )
-    except KafkaTimeoutError:
-        yield None
-        return
-
-    def positions(topic: str, landed: dict[int, int]) -> tuple[datetime | None, int]:
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        ends = consumer.end_offsets(partitions) if partitions else {}
-        behind = {tp: end - landed.get(tp.partition, 0) for tp, end in ends.items()}
-        stamps = [
-            _timestamp_at(consumer, tp, landed.get(tp.partition, 0)) for tp, n in behind.items() if n > 0
-        ]
-        return min((s for s in stamps if s), default=None), sum(max(n, 0) for n in behind.values())
-
-    try:
-        yield positions
-    finally:
-        consumer.close()
-
-
-def _timestamp_at(consumer, partition, offset: int) -> datetime | None:
-    consumer.assign([partition])
-    consumer.seek(partition, offset)
-    for records in consumer.poll(timeout_ms=3000, max_records=1).values():
-        for record in records:
-            return datetime.fromtimestamp(record.timestamp / 1000, UTC).replace(tzinfo=None)
-    return None
-
-
-def _checkpoint_offsets(settings: Settings, table: BronzeTable) -> dict[int, int]:
-    """The Kafka offsets up to which Bronze has landed the topic: those of the stream's
-    newest committed batch (Spark writes `commits/<batch>` after the batch's Hudi commit)."""
-    location = Path(checkpoint_location(settings, table))
-    batches = [int(p.name) for p in (location / "commits").glob("[0-9]*") if p.name.isdigit()]
-    if not batches:
-        return {}
-    offsets = (location / "offsets" / str(max(batches))).read_text().splitlines()[2]
-    return {int(partition): offset for partition, offset in json.loads(offsets).get(table.topic, {}).items()}
-
-
-def written(settings: Settings, table: Table) -> bool:
-    return bool(_completions(settings, table))
-
-
-def _completions(settings: Settings, table: Table) -> list[str]:
-    """Completion times of the table's write commits (compactions and clustering included:
-    an input's change reader sees them too)."""
-    return sorted(
-        completed
-        for (_, action), completed in completed_instants(table.path(settings)).items()
-        if action in WRITE_ACTIONS
-    )
-
-
-def _latest(completions: list[str]) -> datetime | None:
-    return instant_time(completions[-1]) if completions else None
-
-
-def instant_time(instant: str) -> datetime:
-    # Hudi's instants carry milliseconds; %f reads the three digits as a fraction.
-    return datetime.strptime(instant, INSTANT_FORMAT)
-
-
-def _consumed(settings: Settings, table: DerivedTable) -> dict[str, str] | None:
-    """The input completion times the table's newest run read up to, which every run writes
-    into its commit's metadata (lakehouse/timeline.py)."""
-    if not written(settings, table):
-        return None
-    timeline = HudiTable(table.path(settings)).get_timeline()
-    instants = timeline.get_completed_commits() + timeline.get_completed_replacecommits()
-    for instant in sorted(instants, key=lambda i: i.timestamp, reverse=True):
-        metadata = json.loads(timeline.get_instant_metadata_in_json(instant))
-        value = (metadata.get("extraMetadata") or {}).get(CONSUMED_KEY)
-        if value:
-            return json.loads(value)
-    return None
-
-
-def services(settings: Settings) -> list[stack.ServiceStatus]:
-    """The services, and the demo's workers (the simulator, the pipeline...) while it runs."""
-    try:
-        return stack.status(settings) + workers.processes(settings)
-    except (psycopg.Error, requests.RequestException) as error:
-        # A service answers on its port but refuses the question (a changed password...).
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise Unavailable(f"the services' status cannot be read: {reason}") from None
-
-
-def pages(settings: Settings) -> list[stack.ServiceStatus]:
-    """The other pages users open (Data Docs, Spark UIs, the scheduler), up or not."""
-    return [page for page in workers.pages(settings) if page.name != "dashboard"]
+    return query(settings, sql)

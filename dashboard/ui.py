@@ -12,6 +12,7 @@ import streamlit as st
 from dashboard import sources
 from infra.workers import worker
 from lakehouse import settings as lakehouse_settings
+from monitoring import state
 
 # Measured on the reference machine (2 cores) from a clean `make up` (10,000 seeded lines):
 # Gold's first commit came 86 s after the command returned (docs/analysts.md, "The dashboard").
@@ -72,32 +73,32 @@ def top_products(sql: str) -> pd.DataFrame:
 
 @_cache
 def quality_results() -> pd.DataFrame:
-    return sources.quality_results(settings())
+    return state.quality_results(settings())
 
 
 @_cache
 def quarantine_rows() -> pd.DataFrame:
-    return sources.quarantine_rows(settings())
+    return state.quarantine_rows(settings())
 
 
 @_cache
 def bronze_commits() -> pd.DataFrame:
-    return sources.bronze_commits(settings())
+    return state.bronze_commits(settings())
 
 
 @_cache
 def table_states() -> list:
-    return sources.table_states(settings())
+    return state.table_states(settings())
 
 
 @_cache
 def services() -> list:
-    return sources.services(settings())
+    return state.services(settings())
 
 
 @_cache
 def pages() -> list:
-    return sources.pages(settings())
+    return state.pages(settings())
 
 
 def read(reader, *args, show=st.info) -> pd.DataFrame | list | None:
@@ -105,7 +106,7 @@ def read(reader, *args, show=st.info) -> pd.DataFrame | list | None:
     yet, a service down) in one line where the panel would be."""
     try:
         return reader(*args)
-    except sources.Unavailable as error:
+    except state.Unavailable as error:
         show(str(error))
         return None
 

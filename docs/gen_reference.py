@@ -4,7 +4,7 @@ mkdocs-gen-files runs this script inside `mkdocs build` and `mkdocs serve` (mkdo
 writes three pages that exist only in the built site, never in git:
 
 - reference/tables.md: every table from its declaration (bronze/tables.py, silver/tables.py,
-  gold/tables.py through pipeline/tables.py), with its keys, layout, inputs, rules, the Hudi
+  gold/tables.py through medallion/tables.py), with its keys, layout, inputs, rules, the Hudi
   options it is written with, and lineage diagrams;
 - reference/commands.md: the make targets as `make help` lists them, and the `--help` of
   `lakehouse` and of every subcommand, from the parser pipeline/cli/ builds;
@@ -316,7 +316,7 @@ def _derived_section(table, derived, settings) -> list[str]:
 def tables_page(settings) -> str:
     from bronze.tables import BRONZE_TABLES
     from lakehouse.tables import LAYERS, DerivedTable
-    from pipeline.tables import continuous_pass, declared_tables, derived_tables
+    from medallion.tables import continuous_pass, declared_tables, derived_tables
 
     bronze, derived = list(BRONZE_TABLES), derived_tables()
     lines = [

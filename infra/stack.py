@@ -18,9 +18,10 @@ from pathlib import Path
 from bronze.tables import personal_columns
 from infra import metastore
 from infra.native import cluster
-from infra.native.process import ServiceError, port_open
+from infra.native.process import ServiceError
 from infra.native.services import native_services
 from ingestion import connector, database, topics
+from lakehouse.network import port_open
 from lakehouse.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,9 +25,10 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from infra import stack
-from infra.native.process import BackgroundProcess, port_open, tail
+from infra.native.process import BackgroundProcess, tail
+from lakehouse.network import port_open
 from lakehouse.settings import Settings
-from pipeline.commands import MESSAGE_PREFIXES, lakehouse
+from medallion.invocation import MESSAGE_PREFIXES, lakehouse
 
 # The supervisor first: `make down` stops the workers in this order, and a supervisor still
 # running would start again a worker that was being stopped.

@@ -41,7 +41,7 @@ def table_properties(spark: SparkSession, path: str) -> dict[str, str]:
 
 def register(spark: SparkSession, settings: Settings, tables: list[Table]) -> list[str]:
     """Registers those of `tables` that exist (a session registers every declared table:
-    pipeline/tables.py); returns their qualified names."""
+    medallion/tables.py); returns their qualified names."""
     for layer in LAYERS:
         spark.sql(f"CREATE DATABASE IF NOT EXISTS {layer} LOCATION '{settings.warehouse}/{layer}'")
     registered = []

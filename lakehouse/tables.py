@@ -187,7 +187,7 @@ class DerivedTable(Table):
 
     `fresh_within` is how far behind its sources the continuous pipeline keeps the table: it
     and the derived tables it reads run again between the other tables of a pass, so a
-    change waits for a few other tables' runs, not for the whole pass (pipeline/tables.py,
+    change waits for a few other tables' runs, not for the whole pass (medallion/tables.py,
     `continuous_pass`)."""
 
     inputs: tuple[Input, ...]

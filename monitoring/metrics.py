@@ -1,7 +1,7 @@
 """`lakehouse metrics`: the pipeline's Prometheus endpoint on http://localhost:9108/metrics
 (METRICS_PORT), served beside the pipeline by `make up` (and by Compose's `metrics`).
 
-It reads what the dashboard reads (dashboard/sources.py), without a JVM and without asking
+It reads what the dashboard reads (monitoring/state.py), without a JVM and without asking
 the writers anything: each table's timeline and commit metadata, Bronze's stream checkpoints
 and Kafka's end offsets, the quarantine and quality-result tables, and the services' health.
 So it sees the same numbers whether the continuous pipeline, a scheduled job or a person
@@ -16,7 +16,7 @@ completed since. Prometheus takes a restart of this process as a counter reset, 
 
 # Why one module: the endpoint is one reading of the pipeline's state turned into metric
 # families; the reading, the counters kept between readings and the families are read
-# together to see what each metric means. What it reads lives apart (dashboard/sources.py).
+# together to see what each metric means. What it reads lives apart (monitoring/state.py).
 
 from __future__ import annotations
 
@@ -29,12 +29,20 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from bronze.tables import BRONZE_TABLES
-from dashboard import sources
-from dashboard.panels import TableState
 from lakehouse import costs
 from lakehouse.costs import PathCosts
 from lakehouse.settings import Settings
-from pipeline.tables import derived_tables
+from medallion.tables import derived_tables
+from monitoring.state import (
+    TableState,
+    Unavailable,
+    instant_time,
+    quality_results,
+    quarantine_rows,
+    services,
+    table_states,
+    written,
+)
 from serving.history import Commit, history
 
 PREFIX = "retailmax"
@@ -59,25 +67,22 @@ def read_state(settings: Settings) -> PipelineState:
     began = time.monotonic()
     tables = [*BRONZE_TABLES, *derived_tables()]
     commits = {
-        t.name: history(settings.warehouse, t.qualified_name) if sources.written(settings, t) else []
-        for t in tables
+        t.name: history(settings.warehouse, t.qualified_name) if written(settings, t) else [] for t in tables
     }
     return PipelineState(
         read_at=datetime.now(UTC).replace(tzinfo=None),
-        tables=sources.table_states(settings),
+        tables=table_states(settings),
         commits=commits,
-        quarantine=_or_nothing(
-            lambda: [tuple(r) for r in sources.quarantine_rows(settings).itertuples(index=False)]
-        ),
+        quarantine=_or_nothing(lambda: [tuple(r) for r in quarantine_rows(settings).itertuples(index=False)]),
         rule_results=_or_nothing(lambda: _newest_results(settings)),
-        services=_or_nothing(lambda: [(s.name, s.healthy) for s in sources.services(settings)]),
+        services=_or_nothing(lambda: [(s.name, s.healthy) for s in services(settings)]),
         seconds=time.monotonic() - began,
         path_costs={t.name: costs.read(settings, t.name) for t in derived_tables()},
     )
 
 
 def _newest_results(settings: Settings) -> list[dict]:
-    results = sources.quality_results(settings)
+    results = quality_results(settings)
     newest = results.sort_values("validated_at", ascending=False).drop_duplicates(["table_name", "rule"])
     return newest.to_dict("records")
 
@@ -86,7 +91,7 @@ def _or_nothing(read) -> list:
     """A part that cannot be read now is left out of this scrape; the others still report."""
     try:
         return read()
-    except sources.Unavailable:
+    except Unavailable:
         return []
 
 
@@ -198,9 +203,7 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
             latest = newest[-1]
             duration.add_metric(
                 labels,
-                (
-                    sources.instant_time(latest.completed) - sources.instant_time(latest.requested)
-                ).total_seconds(),
+                (instant_time(latest.completed) - instant_time(latest.requested)).total_seconds(),
             )
             for kind, rows in (
                 ("inserted", latest.inserted),

@@ -10,7 +10,7 @@ The workers are supervised as a process manager would: one that exits by itself 
 Bronze streams after Kafka was gone too long) is restarted, and the report counts it.
 
 At the end the workload stops, Bronze is drained and Silver and Gold run once more, and
-`pipeline.verify` checks every table: each Bronze CDC table equals Postgres, each event
+`medallion.verify` checks every table: each Bronze CDC table equals Postgres, each event
 table holds every valid message of its topic once and its quarantine every malformed one,
 and each Silver and Gold table with its quarantine equals a full rebuild.
 
@@ -44,9 +44,9 @@ from infra.native.process import BackgroundProcess
 from ingestion import connector, database
 from lakehouse.incremental import InputNotReady, Runner
 from lakehouse.settings import LAKEHOUSE_READER, Settings
-from pipeline import verify
-from pipeline.commands import lakehouse
-from pipeline.tables import derived_tables
+from medallion import verify
+from medallion.invocation import lakehouse
+from medallion.tables import derived_tables
 
 SERVICES = ("postgres", "kafka", "connect")
 WORKER_VICTIMS = ("bronze", "derived")

@@ -40,8 +40,8 @@ from lakehouse import catalog, hudi, timeline
 from lakehouse.incremental import Runner
 from lakehouse.settings import ERASER, ConfigurationError, Settings
 from lakehouse.tables import Table, quality_results_table
+from medallion.tables import derived_tables
 from operations import maintenance, redaction, savepoints
-from pipeline.tables import derived_tables
 
 # Hudi's own columns, which a rewrite must leave to Hudi (`_hoodie_is_deleted` is the
 # table's: it is written, and stays).

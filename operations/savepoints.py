@@ -27,7 +27,7 @@ from pyspark.sql import SparkSession
 from lakehouse import catalog, timeline
 from lakehouse.settings import ConfigurationError, Settings
 from lakehouse.tables import Table
-from pipeline.tables import derived_tables
+from medallion.tables import derived_tables
 
 USER = "lakehouse"
 

@@ -10,7 +10,7 @@ and the command's locks keep one writer per layer, beside the continuous pipelin
 `make scheduler` serves the UI on http://localhost:3000 (SCHEDULER_PORT) and runs the
 daemon that fires the schedules, both with their state under `.lake/dagster`.
 
-Layout: `assets.py` translates declarations into assets and checks, `commands.py` runs a
+Layout: `assets.py` translates declarations into assets and checks, `table_jobs.py` runs a
 table's command and reads what it reports, `definitions.py` holds the one `Definitions`
 object, `service.py` starts and stops the webserver and the daemon.
 """

@@ -12,8 +12,8 @@ from bronze.tables import BRONZE_TABLES, BronzeTable
 from lakehouse.rules import FAIL, Rule
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Table
-from orchestration.commands import TableJobFailed, latest_results, run_table
-from pipeline.tables import derived_tables
+from medallion.tables import derived_tables
+from orchestration.table_jobs import TableJobFailed, latest_results, run_table
 
 # What each report field of `lakehouse <layer> --json` is called on the asset.
 BRONZE_METADATA = {

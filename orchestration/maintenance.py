@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 
 from lakehouse.settings import Settings
-from orchestration.commands import TableJobFailed, maintain
+from orchestration.table_jobs import TableJobFailed, maintain
 
 MAINTENANCE_JOB = "maintenance"
 

@@ -1,2 +1,3 @@
-"""The composition root: what puts the layers together (the registry of every table, a pass
-over them, the demo, the checks of what they hold) and the `lakehouse` command."""
+"""The composition root: the `lakehouse` command line (cli/), the passes it runs over the
+tables (passes.py), the demo `make up` starts (demo.py) and its status (status.py). Nothing
+imports it; the registry of the tables it runs lives below the apps, in medallion/."""

@@ -20,8 +20,8 @@ from lakehouse.incremental import InputNotReady, Runner
 from lakehouse.rules import QualityGateFailed
 from lakehouse.settings import ConfigurationError, Settings
 from lakehouse.tables import DerivedTable
-from pipeline.commands import lakehouse
-from pipeline.tables import continuous_pass, derived_tables, session
+from medallion.invocation import lakehouse
+from medallion.tables import continuous_pass, derived_tables, session
 
 
 def bronze_tables(names: list[str] | None) -> tuple[BronzeTable, ...]:
@@ -145,7 +145,7 @@ def run_continuously(settings: Settings, trigger_seconds: int, interval: int) ->
     """Bronze streams in a process of its own while this one brings Silver and Gold up to
     date in passes, a pass starting every `interval` s (at once when the last took longer);
     a pass runs the tables with a freshness target between the others while it is on time
-    to end within CONTINUOUS_PASS_SECONDS (pipeline.tables.continuous_pass).
+    to end within CONTINUOUS_PASS_SECONDS (medallion.tables.continuous_pass).
 
     Two JVMs rather than one: within one Spark application a Silver or Gold job holds the
     cores until it ends, so the streams' micro-batches (and everything downstream of them)

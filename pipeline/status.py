@@ -4,9 +4,9 @@ sign-in and what the Bronze streams kept out, one line each."""
 from __future__ import annotations
 
 from bronze.tables import BRONZE_TABLES
-from dashboard import sources
 from infra import stack, workers
 from lakehouse.settings import Settings
+from monitoring import state
 
 
 def show(settings: Settings) -> bool:
@@ -30,7 +30,7 @@ def show(settings: Settings) -> bool:
 def stream_quarantine(settings: Settings) -> list[str]:
     """What the Bronze streams kept out: messages quarantined by a check, and those that
     failed their batch (`not landable`, a fault no check foresaw)."""
-    kept_out = sources.quarantine_rows(settings)
+    kept_out = state.quarantine_rows(settings)
     lines = []
     for table in BRONZE_TABLES:
         counts = kept_out[kept_out["table"] == table.name].groupby("status")["rows"].sum()

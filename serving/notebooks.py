@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from infra.native.process import port_open
 from lakehouse import catalog, spark
+from lakehouse.network import port_open
 from lakehouse.settings import Settings, load
-from pipeline.tables import declared_tables
+from medallion.tables import declared_tables
 
 
 class NotReady(RuntimeError):

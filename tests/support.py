@@ -22,7 +22,6 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from bronze.job import BronzeJob
 from bronze.tables import BRONZE_TABLES
-from infra.native.process import port_open
 from ingestion import connector
 from ingestion.database import SOURCE_TABLES
 from ingestion.events import encode
@@ -31,12 +30,13 @@ from ingestion.workload import OltpWorkload
 from lakehouse.catalog import exists
 from lakehouse.hudi import snapshot
 from lakehouse.incremental import Runner, utc_now
+from lakehouse.network import port_open
 from lakehouse.reports import RunReport
 from lakehouse.settings import read_env_file
 from lakehouse.tables import Table
-from pipeline import verify
-from pipeline.commands import lakehouse
-from pipeline.tables import derived_tables
+from medallion import verify
+from medallion.invocation import lakehouse
+from medallion.tables import derived_tables
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
 
 # The repository: where a user runs `lakehouse`, and where the notebooks are.

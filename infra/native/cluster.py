@@ -29,7 +29,8 @@ import pyspark
 import requests
 
 from infra.native.jars import hadoop_classpath
-from infra.native.process import ServiceError, SupervisedService, port_open
+from infra.native.process import ServiceError, SupervisedService
+from lakehouse.network import port_open
 from lakehouse.settings import Settings
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent

@@ -12,7 +12,8 @@ from pathlib import Path
 import requests
 
 from infra.native.jars import ensure_jars
-from infra.native.process import ServiceError, SupervisedService, port_open, wait_until
+from infra.native.process import ServiceError, SupervisedService, wait_until
+from lakehouse.network import port_open
 
 CONFIG_DIR = Path(__file__).resolve().parent.parent / "config"
 JVM_BASE = [

@@ -12,7 +12,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from infra.native.process import NativeService, ServiceError, children, kill_all, port_open, tail
+from infra.native.process import NativeService, ServiceError, children, kill_all, tail
+from lakehouse.network import port_open
 from lakehouse.settings import Settings
 
 SERVER_OPTIONS = {

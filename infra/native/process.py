@@ -15,26 +15,18 @@ from __future__ import annotations
 import os
 import pwd
 import signal
-import socket
 import subprocess
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from pathlib import Path
 
+from lakehouse.network import port_open
 from lakehouse.settings import SECRET_VARIABLES, Settings
 
 
 class ServiceError(RuntimeError):
     """A service could not be started or is unhealthy; the message says what to fix."""
-
-
-def port_open(host: str, port: int, timeout: float = 0.5) -> bool:
-    try:
-        with socket.create_connection((host, port), timeout=timeout):
-            return True
-    except OSError:
-        return False
 
 
 def ensure_port_free(name: str, port: int, variable: str) -> None:

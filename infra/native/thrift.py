@@ -6,7 +6,8 @@ import os
 import pwd
 import subprocess
 
-from infra.native.process import ServiceError, SupervisedService, port_open
+from infra.native.process import ServiceError, SupervisedService
+from lakehouse.network import port_open
 from lakehouse.settings import Settings
 from serving import jdbc
 

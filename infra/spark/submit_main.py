@@ -1,6 +1,6 @@
 """The file `spark-submit` runs for `python -m infra.submit` (infra/submit.py): the `lakehouse`
 command, run from the project zip that comes with it as --py-files, as `python -m
-pipeline.cli` runs it (pipeline/commands.py, `lakehouse`)."""
+pipeline.cli` runs it (medallion/invocation.py, `lakehouse`)."""
 
 import runpy
 

@@ -3,7 +3,7 @@
 The parser is built from the command groups (pipeline.py, services.py, analysts.py,
 models.py, operations.py), each command a few lines over a function that lives with its feature;
 main() turns what a command raises into a line on stderr and an exit status
-(pipeline/commands.py)."""
+(medallion/invocation.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ import sys
 
 from lakehouse import settings as settings_module
 from lakehouse.settings import ConfigurationError
-from pipeline.cli import analysts, models, operations, pipeline, services
-from pipeline.commands import (
+from medallion.invocation import (
     CONFIGURATION_ERROR,
     ERROR,
     EXIT_CONFIGURATION,
@@ -23,10 +22,11 @@ from pipeline.commands import (
     EXIT_WRITER_BUSY,
     QUALITY_GATE_FAILED,
 )
+from pipeline.cli import analysts, models, operations, pipeline, services
 
 DESCRIPTION = "`lakehouse`: the single entry point for every layer and the services under them."
 GROUPS = (services, pipeline, analysts, models, operations)
-# The order `lakehouse --help` lists the commands in.
+# The order `lakehouse --help` lists the subcommands in.
 ORDER = (
     "services",
     "cluster",
@@ -60,10 +60,10 @@ ORDER = (
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="lakehouse", description=DESCRIPTION)
-    commands = root.add_subparsers(dest="command", required=True)
-    adders = {name: add for group in GROUPS for name, add in group.COMMANDS.items()}
+    subcommands = root.add_subparsers(dest="command", required=True)
+    adders = {name: add for group in GROUPS for name, add in group.SUBCOMMANDS.items()}
     for _, add in sorted(adders.items(), key=lambda item: ORDER.index(item[0])):
-        add(commands)
+        add(subcommands)
     return root
 
 

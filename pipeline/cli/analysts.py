@@ -8,22 +8,22 @@ import sys
 from pipeline.cli.arguments import POSITIVE_INT
 
 
-def sql(commands) -> None:
-    sql = commands.add_parser("sql", help="run a Spark SQL query over the catalog and print it")
+def sql(subcommands) -> None:
+    sql = subcommands.add_parser("sql", help="run a Spark SQL query over the catalog and print it")
     sql.add_argument("query")
     sql.add_argument("--limit", type=POSITIVE_INT, default=50, help="rows to print")
     sql.set_defaults(handler=_sql)
 
 
 def _sql(args, settings):
-    from pipeline.tables import session
+    from medallion.tables import session
 
     session(settings, "sql").sql(args.query).show(args.limit, truncate=False)
     return 0
 
 
-def query(commands) -> None:
-    query = commands.add_parser(
+def query(subcommands) -> None:
+    query = subcommands.add_parser(
         "query", help="answer a SQL query over the tables without a JVM (hudi-rs and DataFusion; read-only)"
     )
     query.add_argument(
@@ -47,8 +47,8 @@ def _query(args, settings):
     return 0
 
 
-def history(commands) -> None:
-    history = commands.add_parser(
+def history(subcommands) -> None:
+    history = subcommands.add_parser(
         "history", help="a table's commits: requested and completed times, operation, rows written (no JVM)"
     )
     history.add_argument("table", help="e.g. gold.hudi_daily_sales_gold")
@@ -62,8 +62,8 @@ def _history(args, settings):
     return 0
 
 
-def tables(commands) -> None:
-    tables = commands.add_parser(
+def tables(subcommands) -> None:
+    tables = subcommands.add_parser(
         "tables",
         help="per table: data files, files a snapshot read "
         "opens, pending compactions, oldest retained commit",
@@ -74,8 +74,8 @@ def tables(commands) -> None:
 
 
 def _tables(args, settings):
+    from medallion.tables import declared_tables, select, session
     from operations import maintenance
-    from pipeline.tables import declared_tables, select, session
 
     spark = session(settings, "tables")
     found = [
@@ -90,4 +90,4 @@ def _tables(args, settings):
     return 0
 
 
-COMMANDS = {"sql": sql, "query": query, "history": history, "tables": tables}
+SUBCOMMANDS = {"sql": sql, "query": query, "history": history, "tables": tables}

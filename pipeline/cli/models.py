@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 
-def train(commands) -> None:
+def train(subcommands) -> None:
     from ml import SOURCES
 
-    train = commands.add_parser(
+    train = subcommands.add_parser(
         "train",
         help="train a model on its Gold feature table as of a commit and record it in MLflow (no JVM)",
     )
@@ -52,10 +52,10 @@ def _train(args, settings):
     return 0
 
 
-def models(commands) -> None:
+def models(subcommands) -> None:
     from ml import SOURCES
 
-    models = commands.add_parser("models", help="the recorded trainings of a model, newest first")
+    models = subcommands.add_parser("models", help="the recorded trainings of a model, newest first")
     models.add_argument("model", choices=sorted(SOURCES))
     models.set_defaults(handler=_models)
 
@@ -71,4 +71,4 @@ def _models(args, settings):
     return 0
 
 
-COMMANDS = {"train": train, "models": models}
+SUBCOMMANDS = {"train": train, "models": models}

@@ -9,8 +9,8 @@ from lakehouse.settings import ConfigurationError
 from pipeline.cli.arguments import JSON_HELP, POSITIVE_INT
 
 
-def savepoint(commands) -> None:
-    savepoint = commands.add_parser(
+def savepoint(subcommands) -> None:
+    savepoint = subcommands.add_parser(
         "savepoint", help="create, list, restore or delete Hudi savepoints of tables or layers"
     )
     savepoint.add_argument("action", choices=["create", "list", "restore", "delete"])
@@ -26,8 +26,8 @@ def savepoint(commands) -> None:
 
 def _savepoint(args, settings):
     from lakehouse.locks import layer_writers
+    from medallion.tables import main_tables, select, session
     from operations import savepoints
-    from pipeline.tables import main_tables, select, session
 
     tables = select(args.target, main_tables())
     if args.action != "list" and not args.target:
@@ -41,8 +41,8 @@ def _savepoint(args, settings):
     return 0
 
 
-def maintain(commands) -> None:
-    maintain = commands.add_parser(
+def maintain(subcommands) -> None:
+    maintain = subcommands.add_parser(
         "maintain", help="run Hudi's table services now: compaction (Bronze), cleaning and archival"
     )
     maintain.add_argument(
@@ -54,8 +54,8 @@ def maintain(commands) -> None:
 
 def _maintain(args, settings):
     from lakehouse.locks import layer_writers
+    from medallion.tables import declared_tables, select, session
     from operations import maintenance
-    from pipeline.tables import declared_tables, select, session
 
     tables = select(args.table, declared_tables())
     with layer_writers(settings, tables):
@@ -66,8 +66,8 @@ def _maintain(args, settings):
     return 0
 
 
-def erase(commands) -> None:
-    erase = commands.add_parser(
+def erase(subcommands) -> None:
+    erase = subcommands.add_parser(
         "erase",
         help="erase customers' personal data from the source, "
         "every layer and every file of the warehouse (GDPR)",
@@ -84,8 +84,8 @@ def erase(commands) -> None:
 
 def _erase(args, settings):
     from lakehouse.locks import layer_writers
+    from medallion.tables import main_tables, session
     from operations import erasure
-    from pipeline.tables import main_tables, session
 
     with layer_writers(settings, main_tables()):
         report = erasure.erase(session(settings, "erase"), settings, "customer_id", args.customer_id)
@@ -93,4 +93,4 @@ def _erase(args, settings):
     return 0
 
 
-COMMANDS = {"savepoint": savepoint, "maintain": maintain, "erase": erase}
+SUBCOMMANDS = {"savepoint": savepoint, "maintain": maintain, "erase": erase}

@@ -7,12 +7,12 @@ import json
 import sys
 import time
 
+from medallion.invocation import EXIT_FAILURE
 from pipeline.cli.arguments import JSON_HELP, NON_NEGATIVE, POSITIVE_INT, SHARE
-from pipeline.commands import EXIT_FAILURE
 
 
-def seed(commands) -> None:
-    seed = commands.add_parser("seed", help="load the initial data set (COPY) into empty tables")
+def seed(subcommands) -> None:
+    seed = subcommands.add_parser("seed", help="load the initial data set (COPY) into empty tables")
     seed.add_argument("--sales-lines", type=POSITIVE_INT, default=10_000)
     seed.add_argument("--customers", type=POSITIVE_INT, help="default: sales lines / 10")
     seed.add_argument("--products", type=POSITIVE_INT, help="default: sales lines / 50")
@@ -33,8 +33,8 @@ def _seed(args, settings):
     return 0
 
 
-def simulate(commands) -> None:
-    simulate = commands.add_parser("simulate", help="run the live OLTP and event workload")
+def simulate(subcommands) -> None:
+    simulate = subcommands.add_parser("simulate", help="run the live OLTP and event workload")
     simulate.add_argument("--rate", type=NON_NEGATIVE, default=10.0, help="Postgres transactions/s")
     simulate.add_argument("--event-rate", type=NON_NEGATIVE, default=50.0, help="Kafka events/s")
     simulate.add_argument("--duration", type=NON_NEGATIVE, default=60.0, help="seconds; 0 = forever")
@@ -77,8 +77,8 @@ def _simulate(args, settings):
     return 0
 
 
-def bronze(commands) -> None:
-    bronze = commands.add_parser("bronze", help="land the Kafka topics in the Bronze tables")
+def bronze(subcommands) -> None:
+    bronze = subcommands.add_parser("bronze", help="land the Kafka topics in the Bronze tables")
     bronze.add_argument(
         "--continuous",
         action="store_true",
@@ -102,8 +102,8 @@ def _bronze(args, settings):
     return 0
 
 
-def derived(commands, layer: str) -> None:
-    derived = commands.add_parser(
+def derived(subcommands, layer: str) -> None:
+    derived = subcommands.add_parser(
         layer, help=f"bring the {layer} tables up to date with their inputs' changes"
     )
     derived.add_argument("--table", action="append", help="only this table (repeatable)")
@@ -121,8 +121,8 @@ def _derived(args, settings, layer: str):
     return 0
 
 
-def run(commands) -> None:
-    run = commands.add_parser(
+def run(subcommands) -> None:
+    run = subcommands.add_parser(
         "run", help="one idempotent pass through every layer: Bronze drain, then Silver, then Gold"
     )
     run.add_argument(
@@ -159,8 +159,8 @@ def _run(args, settings):
     return 0
 
 
-def tail(commands) -> None:
-    tail = commands.add_parser("tail", help="print the last messages of a Kafka topic")
+def tail(subcommands) -> None:
+    tail = subcommands.add_parser("tail", help="print the last messages of a Kafka topic")
     tail.add_argument("topic")
     tail.add_argument("-n", type=POSITIVE_INT, default=5, help="messages per partition")
     tail.add_argument("--timeout", type=POSITIVE_INT, default=3, help="seconds to wait for more")
@@ -179,12 +179,12 @@ def _tail(args, settings):
     return 0
 
 
-COMMANDS = {
+SUBCOMMANDS = {
     "seed": seed,
     "simulate": simulate,
     "bronze": bronze,
-    "silver": lambda commands: derived(commands, "silver"),
-    "gold": lambda commands: derived(commands, "gold"),
+    "silver": lambda subcommands: derived(subcommands, "silver"),
+    "gold": lambda subcommands: derived(subcommands, "gold"),
     "run": run,
     "tail": tail,
 }

@@ -8,8 +8,8 @@ import time
 MODES = ["auto", "native", "docker"]
 
 
-def services(commands) -> None:
-    services = commands.add_parser("services", help="start, stop or show the service stack")
+def services(subcommands) -> None:
+    services = subcommands.add_parser("services", help="start, stop or show the service stack")
     services.add_argument("action", choices=["up", "down", "status"])
     services.add_argument(
         "--mode",
@@ -37,8 +37,8 @@ def _services(args, settings):
     return 0
 
 
-def cluster(commands) -> None:
-    cluster = commands.add_parser(
+def cluster(subcommands) -> None:
+    cluster = subcommands.add_parser(
         "cluster", help="start or stop a Spark standalone cluster and HDFS on this machine (native processes)"
     )
     cluster.add_argument("action", choices=["up", "down"])
@@ -55,8 +55,8 @@ def _cluster(args, settings):
     return 0
 
 
-def up(commands) -> None:
-    up = commands.add_parser("up", help="the whole demo: services, seed data, live workload")
+def up(subcommands) -> None:
+    up = subcommands.add_parser("up", help="the whole demo: services, seed data, live workload")
     up.add_argument("--mode", choices=MODES, default="auto")
     up.set_defaults(handler=_up)
 
@@ -68,8 +68,8 @@ def _up(args, settings):
     return 0
 
 
-def down(commands) -> None:
-    down = commands.add_parser("down", help="stop the demo and the services")
+def down(subcommands) -> None:
+    down = subcommands.add_parser("down", help="stop the demo and the services")
     down.add_argument(
         "--delete-volumes",
         action="store_true",
@@ -87,14 +87,14 @@ def _down(args, settings):
     return 0
 
 
-def status(commands) -> None:
-    commands.add_parser("status", help="health of each service and the connector").set_defaults(
+def status(subcommands) -> None:
+    subcommands.add_parser("status", help="health of each service and the connector").set_defaults(
         handler=_services, action="status"
     )
 
 
-def env(commands) -> None:
-    commands.add_parser("env", help="write random local secrets to .env").set_defaults(handler=_env)
+def env(subcommands) -> None:
+    subcommands.add_parser("env", help="write random local secrets to .env").set_defaults(handler=_env)
 
 
 def _env(args, settings):
@@ -105,8 +105,8 @@ def _env(args, settings):
     return 0
 
 
-def docs(commands) -> None:
-    commands.add_parser(
+def docs(subcommands) -> None:
+    subcommands.add_parser(
         "docs", help="serve the Great Expectations Data Docs site on QUALITY_DOCS_PORT"
     ).set_defaults(handler=_docs)
 
@@ -118,8 +118,8 @@ def _docs(args, settings):
     return 0
 
 
-def dashboard(commands) -> None:
-    commands.add_parser(
+def dashboard(subcommands) -> None:
+    subcommands.add_parser(
         "dashboard", help="serve the dashboard of Gold and pipeline health on DASHBOARD_PORT"
     ).set_defaults(handler=_dashboard)
 
@@ -130,10 +130,10 @@ def _dashboard(args, settings):
     server.serve(settings)
 
 
-def supervise(commands) -> None:
+def supervise(subcommands) -> None:
     from infra.workers import WORKERS
 
-    supervise = commands.add_parser(
+    supervise = subcommands.add_parser(
         "supervise",
         help="keep the demo's other workers running: restart one that exits, record why (make up runs it)",
     )
@@ -156,8 +156,8 @@ def _supervise(args, settings):
     return 0
 
 
-def metrics(commands) -> None:
-    commands.add_parser(
+def metrics(subcommands) -> None:
+    subcommands.add_parser(
         "metrics", help="serve the pipeline's Prometheus metrics on METRICS_PORT"
     ).set_defaults(handler=_metrics)
 
@@ -169,8 +169,8 @@ def _metrics(args, settings):
     return 0
 
 
-def scheduler(commands) -> None:
-    scheduler = commands.add_parser(
+def scheduler(subcommands) -> None:
+    scheduler = subcommands.add_parser(
         "scheduler", help="the scheduled mode (Dagster): `up` starts its UI on SCHEDULER_PORT and its daemon"
     )
     scheduler.add_argument(
@@ -194,7 +194,7 @@ def _scheduler(args, settings):
     return 0
 
 
-COMMANDS = {
+SUBCOMMANDS = {
     "services": services,
     "cluster": cluster,
     "up": up,

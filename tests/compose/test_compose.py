@@ -16,7 +16,7 @@ import requests
 
 from bronze.tables import BRONZE_TABLES, DEBEZIUM
 from infra import stack, workers
-from pipeline import verify
+from medallion import verify
 from serving import fastpath, jdbc
 from tests.compose.conftest import PROJECT
 from tests.support import run_workload

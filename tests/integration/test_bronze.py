@@ -26,7 +26,7 @@ from lakehouse import catalog, hudi, layout, timeline
 from lakehouse.hudi import snapshot
 from lakehouse.settings import ConfigurationError
 from lakehouse.tables import LAYOUT_KEY, Partitioning, hudi_options
-from pipeline import verify
+from medallion import verify
 from tests.support import drain_until_equal, kill_mid_write, run_lakehouse, run_workload
 
 # A valid click for the tests that send their own; each gives it a session of its own.

@@ -13,8 +13,8 @@ import pytest
 from infra import metastore
 from infra.native import cluster
 from ingestion.events import EventStreams
-from pipeline import commands, verify
-from pipeline.tables import derived_tables
+from medallion import invocation, verify
+from medallion.tables import derived_tables
 from tests.support import CDC_TABLES, ROOT, cli_env, drain_until_equal, run_workload
 
 # A cluster of its own and a second pass: minutes, so it runs after the shorter tests.
@@ -46,7 +46,7 @@ def lakehouse(settings, *arguments: str) -> subprocess.Popen:
     """A `lakehouse` command whose Spark application runs on the cluster."""
     env = {**cli_env(settings), "SPARK_MASTER": cluster.master_url(settings)}
     return subprocess.Popen(
-        commands.lakehouse(*arguments),
+        invocation.lakehouse(*arguments),
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,

@@ -26,7 +26,7 @@ from bronze.tables import BRONZE_TABLES
 from gold.tables import DAILY_SALES
 from lakehouse import catalog
 from lakehouse.tables import LAYERS
-from pipeline.tables import derived_tables
+from medallion.tables import derived_tables
 from tests.support import cli_env
 
 LAKEHOUSE = Path(sys.executable).parent / "lakehouse"

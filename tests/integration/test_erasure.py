@@ -13,8 +13,8 @@ from bronze.tables import CUSTOMER_MASTER
 from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
 from ingestion.topics import cdc_topic
 from lakehouse.hudi import snapshot
+from medallion import verify
 from operations import erasure
-from pipeline import verify
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 from tests.support import assert_equals_full_rebuild, drain_until_equal, rows, run_all, run_lakehouse
 

@@ -15,7 +15,7 @@ from bronze.job import BronzeJob
 from bronze.tables import PRODUCT_CATALOG
 from ingestion import connector
 from lakehouse.hudi import snapshot
-from pipeline import verify
+from medallion import verify
 from tests.support import drain_until_equal, run_lakehouse
 
 MAXIMUM = int(connector.connector_definition()["config"]["transforms.guard.max.bytes"])

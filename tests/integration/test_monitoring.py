@@ -12,9 +12,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bronze.tables import SALES_TRANSACTIONS
 from gold.tables import DAILY_SALES
-from infra.native.process import port_open
+from lakehouse.network import port_open
+from medallion.invocation import lakehouse
 from monitoring.metrics import CACHE_SECONDS
-from pipeline.commands import lakehouse
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
 from tests.support import cli_env, drain_until_equal, run_all, run_workload
 

@@ -15,9 +15,9 @@ from bronze.tables import CUSTOMER_MASTER, SALES_TRANSACTIONS
 from gold.tables import DAILY_SALES
 from lakehouse.locks import exclusive_writer
 from lakehouse.settings import ConfigurationError
+from medallion import verify
+from medallion.tables import declared_tables, derived_tables
 from operations import maintenance, savepoints
-from pipeline import verify
-from pipeline.tables import declared_tables, derived_tables
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
 from tests.support import (
     assert_equals_full_rebuild,

@@ -14,9 +14,9 @@ from bronze.tables import BRONZE_TABLES, SALES_TRANSACTIONS
 from gold.tables import DAILY_SALES
 from ingestion.topics import cdc_topic
 from lakehouse.locks import exclusive_writer
+from medallion import verify
+from medallion.tables import derived_tables
 from orchestration import assets, definitions, service
-from pipeline import verify
-from pipeline.tables import derived_tables
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 from tests.support import drain_until_equal, run_tables, run_workload
 

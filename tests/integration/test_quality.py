@@ -18,8 +18,8 @@ from lakehouse import timeline
 from lakehouse.hudi import DELETED, snapshot, write
 from lakehouse.incremental import utc_now
 from lakehouse.tables import quality_results_table
+from medallion.invocation import EXIT_QUALITY_GATE
 from pipeline import cli
-from pipeline.commands import EXIT_QUALITY_GATE
 from silver.tables import (
     CUSTOMER_PROFILES,
     PRODUCT_DAILY_INVENTORY,

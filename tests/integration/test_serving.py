@@ -27,7 +27,7 @@ from infra.native.postgres import NativePostgres
 from infra.native.thrift import NativeThriftServer
 from lakehouse.catalog import exists
 from lakehouse.settings import ENV_FILE
-from pipeline.tables import derived_tables
+from medallion.tables import derived_tables
 from serving import fastpath, history, jdbc
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
 from tests.support import ROOT, cli_env, drain_until_equal, run_all, run_workload

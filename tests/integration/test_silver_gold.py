@@ -18,7 +18,7 @@ from lakehouse.costs import Measured
 from lakehouse.hudi import snapshot
 from lakehouse.incremental import Runner
 from lakehouse.reports import RunReport
-from pipeline.commands import lakehouse
+from medallion.invocation import lakehouse
 from serving import fastpath
 from silver.tables import CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
 from tests.support import (

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
+from medallion.invocation import EXIT_CONFIGURATION, EXIT_FAILURE, lakehouse
 from pipeline import cli
-from pipeline.commands import EXIT_CONFIGURATION, EXIT_FAILURE, lakehouse
 
 
 @pytest.mark.parametrize(
@@ -62,14 +62,14 @@ def test_a_service_that_does_not_answer_is_named_in_one_line(monkeypatch, capsys
 
 
 def test_each_command_is_in_one_group_and_listed_once_in_the_help():
-    names = [name for group in cli.GROUPS for name in group.COMMANDS]
+    names = [name for group in cli.GROUPS for name in group.SUBCOMMANDS]
     assert sorted(names) == sorted(cli.ORDER) and len(set(names)) == len(names)
     subcommands = next(a for a in cli.parser()._actions if a.dest == "command").choices
     assert list(subcommands) == list(cli.ORDER)
 
 
 def test_the_command_others_start_is_this_one(monkeypatch):
-    """What the scheduler, the demo and the tests start (pipeline/commands.py) is this
+    """What the scheduler, the demo and the tests start (medallion/invocation.py) is this
     parser's `lakehouse`, named so in its usage lines."""
     monkeypatch.setenv("COLUMNS", "100")
     shown = subprocess.run(lakehouse("--help"), capture_output=True, text=True, check=True)

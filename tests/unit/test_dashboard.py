@@ -12,8 +12,9 @@ import pytest
 from datafusion import SessionContext
 
 from dashboard import panels
-from dashboard.panels import SalesFilter, TableState, Totals
+from dashboard.panels import SalesFilter, Totals
 from lakehouse.files import Storage, storage
+from monitoring.state import TableState
 
 D1, D2, D3 = date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)
 

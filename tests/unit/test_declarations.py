@@ -12,7 +12,7 @@ from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
 from ingestion.topics import source_topics
 from lakehouse.settings import ConfigurationError
 from lakehouse.tables import LAYOUT_KEY, DerivedTable, Input, Partitioning, hudi_options
-from pipeline.tables import continuous_pass, declared_tables, derived_tables
+from medallion.tables import continuous_pass, declared_tables, derived_tables
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 
 
@@ -200,7 +200,7 @@ def test_changes_resolve_to_the_key_and_the_columns_inputs_are_pruned_by():
 
 
 def test_operations_pick_tables_by_layer_or_name_and_refuse_unknown_ones():
-    from pipeline.tables import main_tables, select
+    from medallion.tables import main_tables, select
 
     tables = main_tables()
     assert select(None, tables) == tables

@@ -85,8 +85,8 @@ def reference():
 def test_the_reference_pages_cover_every_table_command_and_setting(reference):
     from bronze.tables import BRONZE_TABLES
     from lakehouse import settings
+    from medallion.tables import derived_tables
     from pipeline import cli
-    from pipeline.tables import derived_tables
 
     tables = reference["reference/tables.md"]
     for table in [*BRONZE_TABLES, *derived_tables()]:

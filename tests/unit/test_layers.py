@@ -1,14 +1,19 @@
 """Dependencies point down (docs/architecture.md, "How the packages depend on each other"),
-read from the source's import statements, those inside functions included:
+read from the source's import statements, those inside functions included.
+
+The packages stand in one order, `HOUSE`, from the core at the bottom to the composition
+root at the top, and every import points down it or stays in its package: no arrow between
+two packages runs back up. Then:
 
 - the core (lakehouse/) is the library every other package uses, and imports none of them;
 - a layer (ingestion, bronze, silver, gold) imports the core and the layers below it;
-- an app (serving, dashboard, monitoring, orchestration, operations, infra, benchmarks, ml)
-  imports the core, the layers, other apps, and of the composition root (pipeline/) only
-  its leaves: the list of every table, how a `lakehouse` command is run, the checks of what
-  the tables hold; the leaves import no app;
-- the rest of pipeline/ (the command line, the passes, the demo) may import anything, and
-  nothing but pipeline/ imports it;
+- medallion/ (every table, the checks of what they hold, how the command is invoked) reads
+  the layers, so every app reads the registry from below it;
+- an app imports the apps below it: what a user reads (serving, ml) under what starts and
+  watches the services (infra, monitoring), under the pages and operations over them
+  (dashboard, operations, orchestration), under the benchmarks that drive them all;
+- pipeline/ (the command line, the passes, the demo) may import anything, and nothing
+  imports it;
 - and no module imports itself through others: the graph of imports has no cycle."""
 
 from __future__ import annotations
@@ -17,18 +22,30 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CORE = "lakehouse"
-LAYERS = ("ingestion", "bronze", "silver", "gold")  # each above the ones before it
-APPS = {"serving", "dashboard", "monitoring", "orchestration", "operations", "infra", "benchmarks", "ml"}
-COMPOSITION_ROOT = "pipeline"
-LEAVES = {"pipeline", "pipeline.tables", "pipeline.commands", "pipeline.verify"}
+HOUSE = (
+    "lakehouse",
+    "ingestion",
+    "bronze",
+    "silver",
+    "gold",
+    "medallion",
+    "serving",
+    "ml",
+    "infra",
+    "monitoring",
+    "dashboard",
+    "operations",
+    "orchestration",
+    "benchmarks",
+    "pipeline",
+)
 
 
 def _modules() -> dict[str, Path]:
     """Every module of the project's packages by its dotted name (a package's, its
     __init__.py)."""
     found = {}
-    for package in (CORE, *LAYERS, *APPS, COMPOSITION_ROOT):
+    for package in HOUSE:
         for path in (ROOT / package).rglob("*.py"):
             parts = path.relative_to(ROOT).with_suffix("").parts
             found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
@@ -71,39 +88,14 @@ def _breaking(allowed) -> dict[str, list[str]]:
 
 def test_every_package_has_its_place():
     packages = {path.parent.name for path in ROOT.glob("*/__init__.py")} - {"tests"}
-    assert packages == {CORE, *LAYERS, *APPS, COMPOSITION_ROOT}
+    assert packages == set(HOUSE)
 
 
-def test_the_core_imports_no_other_package():
-    assert _breaking(lambda name, m: _package(name) != CORE or _package(m) == CORE) == {}
-
-
-def test_a_layer_imports_only_the_core_and_the_layers_below_it():
+def test_every_import_points_down_the_house():
     def allowed(name, imported):
-        if _package(name) not in LAYERS:
-            return True
-        return _package(imported) == CORE or (
-            _package(imported) in LAYERS and LAYERS.index(_package(imported)) <= LAYERS.index(_package(name))
-        )
+        return HOUSE.index(_package(imported)) <= HOUSE.index(_package(name))
 
     assert _breaking(allowed) == {}
-
-
-def test_an_app_imports_only_the_leaves_of_the_composition_root():
-    def allowed(name, imported):
-        return _package(name) not in APPS or _package(imported) != COMPOSITION_ROOT or imported in LEAVES
-
-    assert _breaking(allowed) == {}
-
-
-def test_the_leaves_of_the_composition_root_import_no_app_and_nothing_else_of_it():
-    def allowed(name, imported):
-        if name not in LEAVES:
-            return True
-        return _package(imported) in (CORE, *LAYERS) or imported in LEAVES
-
-    assert _breaking(allowed) == {}
-    assert IMPORTS["pipeline"] == set(), "importing a leaf runs pipeline/__init__.py first"
 
 
 def test_no_module_imports_itself_through_others():
@@ -125,11 +117,9 @@ def test_no_module_imports_itself_through_others():
     assert not cycles, "an import cycle: " + " -> ".join(cycles[0])
 
 
-def test_building_a_session_needs_nothing_above_the_core():
-    """The session builder names its jars from lakehouse/artifacts.py, which the installer
-    (infra/native/jars.py) imports too, and only checks the catalog: no circle through
-    infra/."""
-    assert {_package(m) for m in IMPORTS["lakehouse.spark"]} <= {CORE}
+def test_installing_the_jars_needs_no_session_builder():
+    """The session builder and the installer (infra/native/jars.py) name the jars from
+    lakehouse/artifacts.py, so installing them imports no Spark."""
     assert "lakehouse.spark" not in IMPORTS["infra.native.jars"]
 
 

@@ -8,9 +8,9 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector, CollectorRegistry
 
-from dashboard.panels import TableState
 from lakehouse.costs import Measured, PathCosts
 from monitoring.metrics import CommitCounts, PipelineState, families
+from monitoring.state import TableState
 from serving.history import Commit
 
 NOW = datetime(2026, 11, 25, 12, 0, 0)

@@ -13,9 +13,15 @@ from bronze.tables import BRONZE_TABLES
 from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES, GOLD_TABLES
 from lakehouse.rules import FAIL
 from lakehouse.settings import load
-from orchestration import assets, commands, definitions
-from pipeline.commands import EXIT_CONFIGURATION, EXIT_FAILURE, EXIT_QUALITY_GATE, EXIT_WRITER_BUSY, lakehouse
-from pipeline.tables import derived_tables
+from medallion.invocation import (
+    EXIT_CONFIGURATION,
+    EXIT_FAILURE,
+    EXIT_QUALITY_GATE,
+    EXIT_WRITER_BUSY,
+    lakehouse,
+)
+from medallion.tables import derived_tables
+from orchestration import assets, definitions, table_jobs
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
 
 SETTINGS = load()
@@ -104,14 +110,14 @@ def test_freshness_compares_the_newest_commit_with_the_target():
 
 
 def test_each_asset_runs_its_tables_own_command_and_retries_only_what_can_pass_later():
-    assert commands.command(UNIFIED_CUSTOMER_ORDERS) == lakehouse(
+    assert table_jobs.command(UNIFIED_CUSTOMER_ORDERS) == lakehouse(
         "silver", "--table", UNIFIED_CUSTOMER_ORDERS.name, "--json"
     )
-    assert commands.command(BRONZE_TABLES[0]) == lakehouse(
+    assert table_jobs.command(BRONZE_TABLES[0]) == lakehouse(
         "bronze", "--table", BRONZE_TABLES[0].name, "--json"
     )
     retryable = {
-        status: commands.TableJobFailed("t", status, "").retryable
+        status: table_jobs.TableJobFailed("t", status, "").retryable
         for status in (EXIT_FAILURE, EXIT_CONFIGURATION, EXIT_QUALITY_GATE, EXIT_WRITER_BUSY)
     }
     assert retryable == {1: True, 2: False, 3: False, 4: True}
@@ -123,7 +129,7 @@ def test_a_failure_message_is_the_commands_own_not_sparks_log():
         'quality gate failed: t: rule "channel is known" (fail) failed for 1 of 3 rows\n'
         "  and more\n"
     )
-    assert commands._message(stderr) == (
+    assert table_jobs._message(stderr) == (
         'quality gate failed: t: rule "channel is known" (fail) failed for 1 of 3 rows\n  and more'
     )
 

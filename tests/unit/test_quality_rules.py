@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 
 from lakehouse import quality, rules
-from pipeline.tables import derived_tables
+from medallion.tables import derived_tables
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 
 

@@ -47,7 +47,7 @@ def test_compose_runs_each_service_with_the_native_modes_code_and_settings():
     from infra.native.services import native_services
     from infra.workers import COMPOSE_SERVICES, WORKERS
     from lakehouse.settings import SECRET_VARIABLES, load
-    from pipeline.commands import lakehouse
+    from medallion.invocation import lakehouse
 
     settings = load()
     services = COMPOSE["services"]

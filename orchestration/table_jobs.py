@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Table, quality_results_table
-from pipeline.commands import EXIT_FAILURE, EXIT_WRITER_BUSY, MESSAGE_PREFIXES, lakehouse
+from medallion.invocation import EXIT_FAILURE, EXIT_WRITER_BUSY, MESSAGE_PREFIXES, lakehouse
 from serving import fastpath
 
 

@@ -1,6 +1,6 @@
 """How a `lakehouse` command is run and what it tells whoever ran it: its argv, its exit
 statuses and the prefixes of its messages on stderr. The command (pipeline/cli) prints them;
-the scheduler (orchestration/commands.py), the fault matrix, the benchmarks and the tests run
+the scheduler (orchestration/table_jobs.py), the fault matrix, the benchmarks and the tests run
 it and read them."""
 
 from __future__ import annotations
