@@ -19,6 +19,7 @@ from medallion.invocation import (
     EXIT_CONFIGURATION,
     EXIT_FAILURE,
     EXIT_QUALITY_GATE,
+    EXIT_STATUSES,
     EXIT_WRITER_BUSY,
     QUALITY_GATE_FAILED,
 )
@@ -58,20 +59,52 @@ ORDER = (
 )
 
 
+EPILOG = "exit statuses:\n" + "\n".join(f"  {status}  {meaning}" for status, meaning in EXIT_STATUSES.items())
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Each argument's default after its help, unless there is none to show or the help
+    says it in words; descriptions and the epilog keep their line breaks."""
+
+    def _get_help_string(self, action):
+        shown = action.help or ""
+        if action.default not in (None, False, argparse.SUPPRESS) and "default" not in shown:
+            shown += " (default: %(default)s)"
+        return shown
+
+
 def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="lakehouse", description=DESCRIPTION)
-    subcommands = root.add_subparsers(dest="command", required=True)
+    root = argparse.ArgumentParser(
+        prog="lakehouse", description=DESCRIPTION, epilog=EPILOG, formatter_class=HelpFormatter
+    )
+    subcommands = root.add_subparsers(dest="command", required=True, metavar="<subcommand>")
     adders = {name: add for group in GROUPS for name, add in group.SUBCOMMANDS.items()}
     for _, add in sorted(adders.items(), key=lambda item: ORDER.index(item[0])):
         add(subcommands)
+    summaries = {choice.dest: choice.help for choice in subcommands._choices_actions}
+    for name, sub in subcommands.choices.items():
+        sub.formatter_class = HelpFormatter
+        sub.description = sub.description or summaries[name][0].upper() + summaries[name][1:] + "."
+        sub.epilog = sub.epilog or EPILOG
     return root
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """The arguments, or a usage error (exit status 2) for arguments that contradict each
+    other: a subcommand's `refuse` names the contradiction, before any lock or JVM."""
+    root = parser()
+    args = root.parse_args(argv)
+    if contradiction := getattr(args, "refuse", lambda _: None)(args):
+        subcommands = next(a for a in root._actions if isinstance(a, argparse._SubParsersAction))
+        subcommands.choices[args.command].error(contradiction)
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     from lakehouse.locks import WriterBusy
     from lakehouse.rules import QualityGateFailed
 
-    args = parser().parse_args(argv)
+    args = parse(argv)
     settings = None
     try:
         settings = settings_module.load()

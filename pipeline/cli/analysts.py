@@ -10,7 +10,7 @@ from pipeline.cli.arguments import POSITIVE_INT
 
 def sql(subcommands) -> None:
     sql = subcommands.add_parser("sql", help="run a Spark SQL query over the catalog and print it")
-    sql.add_argument("query")
+    sql.add_argument("query", help="Spark SQL, tables named by layer: gold.hudi_daily_sales_gold")
     sql.add_argument("--limit", type=POSITIVE_INT, default=50, help="rows to print")
     sql.set_defaults(handler=_sql)
 

@@ -56,7 +56,9 @@ def models(subcommands) -> None:
     from ml import SOURCES
 
     models = subcommands.add_parser("models", help="the recorded trainings of a model, newest first")
-    models.add_argument("model", choices=sorted(SOURCES))
+    models.add_argument(
+        "model", choices=sorted(SOURCES), help=", ".join(f"{m}: {t.name}" for m, t in SOURCES.items())
+    )
     models.set_defaults(handler=_models)
 
 

@@ -13,15 +13,27 @@ def savepoint(subcommands) -> None:
     savepoint = subcommands.add_parser(
         "savepoint", help="create, list, restore or delete Hudi savepoints of tables or layers"
     )
-    savepoint.add_argument("action", choices=["create", "list", "restore", "delete"])
+    savepoint.add_argument(
+        "action",
+        choices=["create", "list", "restore", "delete"],
+        help="restore rolls the tables back to the savepoint; list needs no target",
+    )
     savepoint.add_argument(
         "target", nargs="*", help="layers or tables, e.g. gold or silver.hudi_customer_profiles_silver"
     )
     savepoint.add_argument(
         "--instant", help="restore or delete this savepoint (restore: the latest by default)"
     )
-    savepoint.add_argument("--comment", default="", help="kept with a created savepoint")
-    savepoint.set_defaults(handler=_savepoint)
+    savepoint.add_argument("--comment", help="kept with a created savepoint")
+    savepoint.set_defaults(handler=_savepoint, refuse=_flags_of_another_action)
+
+
+def _flags_of_another_action(args) -> str | None:
+    if args.instant is not None and args.action in ("create", "list"):
+        return f"--instant names the savepoint to restore or delete; {args.action} takes none"
+    if args.comment is not None and args.action != "create":
+        return f"--comment is kept with a created savepoint; {args.action} takes none"
+    return None
 
 
 def _savepoint(args, settings):
@@ -36,7 +48,7 @@ def _savepoint(args, settings):
         )
     with layer_writers(settings, [] if args.action == "list" else tables):
         spark = session(settings, "savepoint")
-        for line in savepoints.apply(spark, settings, args.action, tables, args.instant, args.comment):
+        for line in savepoints.apply(spark, settings, args.action, tables, args.instant, args.comment or ""):
             print(line, flush=True)
     return 0
 

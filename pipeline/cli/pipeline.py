@@ -10,13 +10,15 @@ import time
 from medallion.invocation import EXIT_FAILURE
 from pipeline.cli.arguments import JSON_HELP, NON_NEGATIVE, POSITIVE_INT, SHARE
 
+CONTINUOUS_INTERVAL = 10  # seconds between the starts of two continuous passes
+
 
 def seed(subcommands) -> None:
     seed = subcommands.add_parser("seed", help="load the initial data set (COPY) into empty tables")
-    seed.add_argument("--sales-lines", type=POSITIVE_INT, default=10_000)
+    seed.add_argument("--sales-lines", type=POSITIVE_INT, default=10_000, help="order lines to generate")
     seed.add_argument("--customers", type=POSITIVE_INT, help="default: sales lines / 10")
     seed.add_argument("--products", type=POSITIVE_INT, help="default: sales lines / 50")
-    seed.add_argument("--seed", type=int, default=42)
+    seed.add_argument("--seed", type=int, default=42, help="the random seed: the same seed, the same data")
     seed.set_defaults(handler=_seed)
 
 
@@ -38,7 +40,7 @@ def simulate(subcommands) -> None:
     simulate.add_argument("--rate", type=NON_NEGATIVE, default=10.0, help="Postgres transactions/s")
     simulate.add_argument("--event-rate", type=NON_NEGATIVE, default=50.0, help="Kafka events/s")
     simulate.add_argument("--duration", type=NON_NEGATIVE, default=60.0, help="seconds; 0 = forever")
-    simulate.add_argument("--seed", type=int, default=7)
+    simulate.add_argument("--seed", type=int, default=7, help="the random seed of the workload")
     simulate.add_argument("--bad-events", type=SHARE, default=0.0, help="share of malformed events, 0..1")
     simulate.add_argument(
         "--bad-rows",
@@ -92,7 +94,22 @@ def bronze(subcommands) -> None:
     )
     bronze.add_argument("--table", action="append", help="only this table (repeatable)")
     bronze.add_argument("--json", action="store_true", help=JSON_HELP)
-    bronze.set_defaults(handler=_bronze)
+    bronze.set_defaults(handler=_bronze, refuse=_streaming_flags_alone)
+
+
+def _streaming_flags_alone(args) -> str | None:
+    """Flags that only a continuous run reads, given to a run that ends."""
+    alone = [
+        flag
+        for flag, given in (
+            ("--trigger-seconds", args.trigger_seconds),
+            ("--interval", getattr(args, "interval", None)),
+        )
+        if given is not None and not args.continuous
+    ]
+    if alone:
+        return f"{' and '.join(alone)} {'apply' if len(alone) > 1 else 'applies'} only with --continuous"
+    return None
 
 
 def _bronze(args, settings):
@@ -143,17 +160,27 @@ def run(subcommands) -> None:
     run.add_argument(
         "--interval",
         type=POSITIVE_INT,
-        default=10,
-        help="seconds between the starts of two Silver and Gold passes with --continuous",
+        default=None,
+        help=f"seconds between the starts of two Silver and Gold passes with --continuous "
+        f"(default: {CONTINUOUS_INTERVAL})",
     )
-    run.set_defaults(handler=_run)
+    run.set_defaults(handler=_run, refuse=_contradicting_run_flags)
+
+
+def _contradicting_run_flags(args) -> str | None:
+    if args.full_refresh and args.continuous:
+        return (
+            "--full-refresh and --continuous contradict each other: rebuild once with "
+            "`lakehouse run --full-refresh`, then keep going with `lakehouse run --continuous`"
+        )
+    return _streaming_flags_alone(args)
 
 
 def _run(args, settings):
     from pipeline import passes
 
     if args.continuous:
-        passes.run_continuously(settings, args.trigger_seconds, args.interval)
+        passes.run_continuously(settings, args.trigger_seconds, args.interval or CONTINUOUS_INTERVAL)
     else:
         passes.run(settings, args.full_refresh)
     return 0
@@ -161,7 +188,7 @@ def _run(args, settings):
 
 def tail(subcommands) -> None:
     tail = subcommands.add_parser("tail", help="print the last messages of a Kafka topic")
-    tail.add_argument("topic")
+    tail.add_argument("topic", help="e.g. retailmax.retail.sales_transactions")
     tail.add_argument("-n", type=POSITIVE_INT, default=5, help="messages per partition")
     tail.add_argument("--timeout", type=POSITIVE_INT, default=3, help="seconds to wait for more")
     tail.set_defaults(handler=_tail)

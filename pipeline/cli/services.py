@@ -10,12 +10,14 @@ MODES = ["auto", "native", "docker"]
 
 def services(subcommands) -> None:
     services = subcommands.add_parser("services", help="start, stop or show the service stack")
-    services.add_argument("action", choices=["up", "down", "status"])
+    services.add_argument(
+        "action", choices=["up", "down", "status"], help="start them, stop them, or show their health"
+    )
     services.add_argument(
         "--mode",
         choices=MODES,
         default="auto",
-        help="docker when an engine answers, native processes otherwise",
+        help="where the services run: docker when an engine answers, native processes otherwise",
     )
     services.set_defaults(handler=_services)
 
@@ -41,7 +43,7 @@ def cluster(subcommands) -> None:
     cluster = subcommands.add_parser(
         "cluster", help="start or stop a Spark standalone cluster and HDFS on this machine (native processes)"
     )
-    cluster.add_argument("action", choices=["up", "down"])
+    cluster.add_argument("action", choices=["up", "down"], help="start it or stop it")
     cluster.set_defaults(handler=_cluster)
 
 
@@ -57,7 +59,12 @@ def _cluster(args, settings):
 
 def up(subcommands) -> None:
     up = subcommands.add_parser("up", help="the whole demo: services, seed data, live workload")
-    up.add_argument("--mode", choices=MODES, default="auto")
+    up.add_argument(
+        "--mode",
+        choices=MODES,
+        default="auto",
+        help="where the services run: docker when an engine answers, native processes otherwise",
+    )
     up.set_defaults(handler=_up)
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 
 import pytest
 
-from medallion.invocation import EXIT_CONFIGURATION, EXIT_FAILURE, lakehouse
+from medallion.invocation import EXIT_CONFIGURATION, EXIT_FAILURE, EXIT_STATUSES, lakehouse
 from pipeline import cli
 
 
@@ -75,3 +76,66 @@ def test_the_command_others_start_is_this_one(monkeypatch):
     shown = subprocess.run(lakehouse("--help"), capture_output=True, text=True, check=True)
     assert shown.stdout == cli.parser().format_help()
     assert shown.stdout.startswith("usage: lakehouse [-h]")
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    root = cli.parser()
+    return next(a for a in root._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+def test_every_subcommand_describes_itself_and_every_argument_and_its_default():
+    undocumented = [
+        f"{name} {action.option_strings or action.dest}"
+        for name, sub in _subcommands().items()
+        for action in sub._actions
+        if not action.help
+    ]
+    assert undocumented == []
+    assert [name for name, sub in _subcommands().items() if not sub.description] == []
+
+    run_help = _subcommands()["run"].format_help()
+    assert "(default: 10)" in " ".join(run_help.split())
+    assert "(default: 10000)" in " ".join(_subcommands()["seed"].format_help().split())
+    assert "(default: None)" not in " ".join(run_help.split())
+
+
+def test_the_help_lists_the_exit_statuses():
+    shown = cli.parser().format_help()
+    for status, meaning in EXIT_STATUSES.items():
+        assert f"  {status}  {meaning}" in shown
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["run", "--full-refresh", "--continuous"],
+            "--full-refresh and --continuous contradict each other: rebuild once with "
+            "`lakehouse run --full-refresh`, then keep going with `lakehouse run --continuous`",
+        ),
+        (["run", "--interval", "5"], "--interval applies only with --continuous"),
+        (
+            ["run", "--trigger-seconds", "3", "--interval", "5"],
+            "--trigger-seconds and --interval apply only with --continuous",
+        ),
+        (["bronze", "--trigger-seconds", "3"], "--trigger-seconds applies only with --continuous"),
+        (
+            ["savepoint", "create", "gold", "--instant", "20261128"],
+            "--instant names the savepoint to restore or delete; create takes none",
+        ),
+        (
+            ["savepoint", "restore", "gold", "--comment", "x"],
+            "--comment is kept with a created savepoint; restore takes none",
+        ),
+    ],
+)
+def test_contradicting_flags_are_refused_with_what_to_do(argv, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli.parse(argv)
+    assert exited.value.code == EXIT_CONFIGURATION
+    assert capsys.readouterr().err.splitlines()[-1] == f"lakehouse {argv[0]}: error: {message}"
+
+
+def test_flags_that_agree_are_taken():
+    assert cli.parse(["run", "--continuous", "--interval", "5", "--trigger-seconds", "3"]).interval == 5
+    assert cli.parse(["savepoint", "restore", "gold", "--instant", "20261128"]).instant == "20261128"
