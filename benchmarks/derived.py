@@ -28,7 +28,7 @@ from bronze.tables import SALES_TRANSACTIONS
 from ingestion import generators
 from ingestion.database import connect
 from ingestion.events import EventStreams
-from ingestion.seed import SeedSize, copy_rows, sales
+from ingestion.seed import SeedSize, copy_rows, sales, today
 from ingestion.topics import messages_in
 from lakehouse.incremental import InputNotReady, Runner
 from lakehouse.settings import Settings
@@ -66,7 +66,7 @@ def _grow_sources(settings: Settings, lines: int) -> int:
                 conn,
                 table,
                 (
-                    make(rng, new_id, generators.history_ts(rng))
+                    make(rng, new_id, generators.history_ts(rng, generators.history_end(today())))
                     for new_id in range(1, count + 1)
                     if new_id not in taken
                 ),

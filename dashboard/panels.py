@@ -137,17 +137,23 @@ def sales_over_time(sales: pd.DataFrame, by: str, period: str = "day") -> pd.Dat
     return table.rename_axis(index=period, columns=by)
 
 
-def today_against_last_week(sales: pd.DataFrame, today: date) -> tuple[Totals, Totals]:
-    """Today's totals, and the average day of the WEEK days before it (rounded to cents and
-    whole units), over the groups given."""
+def today_against_last_week(sales: pd.DataFrame, now: datetime) -> tuple[Totals, Totals]:
+    """Today's totals so far, and what the average day of the WEEK days before it had sold
+    by the same time of day (rounded to cents and whole units), over the groups given.
+
+    Gold's daily sales have no time of day, so "by the same time" is the average day scaled
+    by the share of today gone: a day half over is compared with half an average day, not
+    with a whole one."""
+    today = now.date()
     week = sales[sales["order_date"].between(today - timedelta(days=WEEK), today - timedelta(days=1))]
     week_totals = totals(week)
-    average = Totals(
-        sales=(week_totals.sales / WEEK).quantize(Decimal("0.01")),
-        units=round(week_totals.units / WEEK),
-        lines=round(week_totals.lines / WEEK),
+    share = Decimal((now - datetime.combine(today, datetime.min.time(), now.tzinfo)).total_seconds()) / 86_400
+    by_now = Totals(
+        sales=(week_totals.sales * share / WEEK).quantize(Decimal("0.01")),
+        units=round(week_totals.units * share / WEEK),
+        lines=round(week_totals.lines * share / WEEK),
     )
-    return totals(sales[sales["order_date"] == today]), average
+    return totals(sales[sales["order_date"] == today]), by_now
 
 
 def segment_counts(segments: pd.DataFrame, regions: tuple[str, ...] = ()) -> pd.DataFrame:

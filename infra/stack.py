@@ -37,7 +37,18 @@ class ServiceStatus:
     detail: str = ""
 
     def line(self) -> str:
-        return f"{self.name:<9} {'healthy' if self.healthy else 'DOWN':<8} {self.address:<30} {self.detail}"
+        return row(self.name, "healthy" if self.healthy else "DOWN", self.address, self.detail)
+
+
+# The columns of every line the services, the demo and `lakehouse status` print, so they
+# align with each other: a name, a state, an address, then free text.
+COLUMNS = (10, 8, 30)
+
+
+def row(*cells: str) -> str:
+    """One line of that table: each cell padded to its column, the last as it is."""
+    padded = [f"{cell:<{width}}" for cell, width in zip(cells[:-1], COLUMNS, strict=False)]
+    return " ".join([*padded, cells[-1]]).rstrip()
 
 
 def docker_engine_answers() -> bool:
@@ -149,7 +160,7 @@ def start(settings: Settings, mode: str = "auto", report=print) -> str:
         for service in (postgres, *others):
             began = time.monotonic()
             service.start()
-            report(f"{service.name:<9} healthy in {time.monotonic() - began:5.1f} s")
+            report(row(service.name, f"healthy in {time.monotonic() - began:5.1f} s"))
             if service is postgres:
                 metastore.ensure(settings)
     database.apply_schema(settings, personal_columns())
@@ -168,7 +179,7 @@ def stop(settings: Settings, report=print, delete_volumes: bool = False) -> None
     else:
         for service in reversed(native_services(settings)):
             service.stop()
-            report(f"{service.name:<9} stopped")
+            report(row(service.name, "stopped"))
     _mode_file(settings).unlink(missing_ok=True)
 
 

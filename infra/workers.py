@@ -67,7 +67,14 @@ def pages(settings: Settings) -> list[stack.ServiceStatus]:
         ("dashboard", settings.dashboard_port, "Gold and pipeline health"),
         ("data docs", settings.docs_port, "results of the quality gates"),
         ("metrics", settings.metrics_port, "Prometheus metrics, on /metrics"),
-        *(("spark ui", port, "a Spark job of the pipeline") for port in SPARK_UI_PORTS),
+        *(
+            (
+                f"spark ui {n}",
+                port,
+                f"the {which} Spark job of the pipeline to start (Bronze's or the passes')",
+            )
+            for n, (which, port) in enumerate(zip(("first", "second"), SPARK_UI_PORTS, strict=True), 1)
+        ),
         ("scheduler", settings.scheduler_port, "the scheduler's UI (`make scheduler`)"),
     ]
     return [

@@ -120,8 +120,7 @@ DEVICES = ["desktop", "mobile", "tablet"]
 INVENTORY_LOCATIONS = ["WH-EAST", "WH-WEST", "WH-EU", "WH-APAC"] + STORE_IDS[:6]
 INVENTORY_REASONS = ["sale", "restock", "return", "adjustment", "damage"]
 
-# Seeded history ends here, so seeded data never lies in the future whatever the clock.
-SEED_HISTORY_END = datetime(2026, 1, 1, tzinfo=UTC)
+# The seeded history: the year before the day the seed runs.
 SEED_HISTORY_DAYS = 365
 
 
@@ -129,16 +128,23 @@ def money(rng: random.Random, low: Decimal, high: Decimal) -> Decimal:
     return (low + (high - low) * Decimal(rng.random())).quantize(CENT)
 
 
-def history_ts(rng: random.Random, position: float | None = None) -> datetime:
-    """A microsecond-precise UTC instant in the seeded history window: anywhere in it, or
-    `position` (0..1) of the way through it, give or take an hour (so that order ids grow
-    with time, as in a real order sequence)."""
+def history_end(day: date) -> datetime:
+    """Where the seeded history ends: as `day` begins (UTC). Seeded on `day`, the history
+    reaches the live workload's first day, so the charts have no gap, and none of it lies
+    in the future, whatever the time of day."""
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def history_ts(rng: random.Random, end: datetime, position: float | None = None) -> datetime:
+    """A microsecond-precise UTC instant in the SEED_HISTORY_DAYS before `end`: anywhere in
+    them, or `position` (0..1) of the way through them, give or take an hour (so that order
+    ids grow with time, as in a real order sequence)."""
     window = SEED_HISTORY_DAYS * 86_400 * 1_000_000
     if position is None:
         micros = rng.randrange(window)
     else:
         micros = min(window - 1, int((1 - position) * window) + rng.randrange(3_600_000_000))
-    return SEED_HISTORY_END - timedelta(microseconds=micros)
+    return end - timedelta(microseconds=micros)
 
 
 def location(rng: random.Random) -> dict:

@@ -1,4 +1,5 @@
-"""`lakehouse seed`: a deterministic initial data set, bulk-loaded with COPY."""
+"""`lakehouse seed`: an initial data set, bulk-loaded with COPY: a year of history up to the
+day it runs, the same for the same seed and day."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import itertools
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 from ingestion import generators
@@ -73,29 +74,35 @@ class SeedSize:
         )
 
 
-def customers(seed: int, size: SeedSize) -> Iterator[dict]:
-    rng = random.Random(f"{seed}:customers")
+def today() -> date:
+    """The day the seed runs, in UTC like every timestamp it writes."""
+    return datetime.now(UTC).date()
+
+
+def customers(seed: int, size: SeedSize, day: date) -> Iterator[dict]:
+    rng, end = random.Random(f"{seed}:customers"), generators.history_end(day)
     for customer_id in range(1, size.customers + 1):
-        yield generators.customer(rng, customer_id, generators.history_ts(rng))
+        yield generators.customer(rng, customer_id, generators.history_ts(rng, end))
 
 
-def products(seed: int, size: SeedSize) -> Iterator[dict]:
-    rng = random.Random(f"{seed}:products")
+def products(seed: int, size: SeedSize, day: date) -> Iterator[dict]:
+    rng, end = random.Random(f"{seed}:products"), generators.history_end(day)
     for product_id in range(1, size.products + 1):
-        yield generators.product(rng, product_id, generators.history_ts(rng))
+        yield generators.product(rng, product_id, generators.history_ts(rng, end))
 
 
 def sales(
     seed: int,
     size: SeedSize,
     prices: list[tuple[int, Decimal]],
+    day: date | None = None,
     first_order_id: int = 1,
     placed_at: datetime | None = None,
 ) -> Iterator[dict]:
     """Orders of 1-4 lines (2.5 on average) until `size.sales_lines` lines exist: spread over
-    the seeded history in order-id order, or all placed at `placed_at` (a burst of new
-    orders, for benchmarks)."""
-    rng = random.Random(f"{seed}:sales")
+    the history seeded on `day` (default today) in order-id order, or all placed at
+    `placed_at` (a burst of new orders, for benchmarks)."""
+    rng, end = random.Random(f"{seed}:sales"), generators.history_end(day or today())
     expected_orders = max(1, size.sales_lines * 2 // 5)
     emitted = 0
     for order_id in itertools.count(first_order_id):
@@ -108,7 +115,7 @@ def sales(
             order_id,
             rng.randint(1, size.customers),
             prices,
-            placed_at or generators.history_ts(rng, position),
+            placed_at or generators.history_ts(rng, end, position),
             status,
         )
         for line in lines[: size.sales_lines - emitted]:
@@ -126,8 +133,12 @@ def copy_rows(conn, table: str, rows: Iterator[dict]) -> int:
     return count
 
 
-def seed(settings: Settings, size: SeedSize, seed_value: int = 42) -> dict[str, int] | None:
-    """Loads the data set into empty tables; returns row counts, or None if data exists."""
+def seed(
+    settings: Settings, size: SeedSize, seed_value: int = 42, day: date | None = None
+) -> dict[str, int] | None:
+    """Loads the data set seeded on `day` (default today) into empty tables; returns row
+    counts, or None if data exists."""
+    day = day or today()
     with connect(settings, SOURCE_WRITER) as conn:
         existing = conn.execute(
             "SELECT (SELECT count(*) FROM retail.customer_master)"
@@ -136,11 +147,11 @@ def seed(settings: Settings, size: SeedSize, seed_value: int = 42) -> dict[str, 
         ).fetchone()[0]
         if existing:
             return None
-        catalog = list(products(seed_value, size))
+        catalog = list(products(seed_value, size, day))
         prices = [(p["product_id"], p["unit_price"]) for p in catalog]
         counts = {
-            "customer_master": copy_rows(conn, "customer_master", customers(seed_value, size)),
+            "customer_master": copy_rows(conn, "customer_master", customers(seed_value, size, day)),
             "product_catalog": copy_rows(conn, "product_catalog", iter(catalog)),
-            "sales_transactions": copy_rows(conn, "sales_transactions", sales(seed_value, size, prices)),
+            "sales_transactions": copy_rows(conn, "sales_transactions", sales(seed_value, size, prices, day)),
         }
     return counts

@@ -22,18 +22,18 @@ def up(settings: Settings, mode: str = "auto", report=print) -> None:
         report(f"demo workers running in containers ({', '.join(COMPOSE_SERVICES)}, workers)")
     else:
         for name in WORKERS:
-            report(f"{name:<9} running (log {workers.start(settings, name).log})")
+            report(stack.row(name, f"running (log {workers.start(settings, name).log})"))
     report(
         f"demo up ({mode} mode) in {time.monotonic() - began:.1f} s; dashboard on "
         f"http://localhost:{settings.dashboard_port}/, Data Docs on "
         f"http://localhost:{settings.docs_port}/"
     )
     for s in stack.status(settings):
-        report(f"  {s.name:<9} {'healthy' if s.healthy else 'DOWN':<8} {s.address} {s.detail}")
+        report(f"  {s.line()}")
 
 
 def down(settings: Settings, report=print, delete_volumes: bool = False) -> None:
     for name in WORKERS:
         worker(settings, name).stop()
-        report(f"{name:<9} stopped")
+        report(stack.row(name, "stopped"))
     stack.stop(settings, report, delete_volumes)

@@ -19,8 +19,12 @@ def show(settings: Settings) -> bool:
     for page in workers.pages(settings):
         print(page.line())
     print(
-        f"{'analyst':<9} {'':<8} {'JDBC sign-in':<30} user {settings.analyst_user}, "
-        f"password {settings.analyst_password}"
+        stack.row(
+            "analyst",
+            "",
+            "JDBC sign-in",
+            f"user {settings.analyst_user}, password {settings.analyst_password}",
+        )
     )
     for line in stream_quarantine(settings):
         print(line)
@@ -35,9 +39,10 @@ def stream_quarantine(settings: Settings) -> list[str]:
     for table in BRONZE_TABLES:
         counts = kept_out[kept_out["table"] == table.name].groupby("status")["rows"].sum()
         if not counts.empty:
+            kinds = ", ".join(f"{rows:,} {status}" for status, rows in sorted(counts.items()))
             lines.append(
-                f"{'stream':<9} {'kept out':<8} {table.name:<30} "
-                + ", ".join(f"{rows:,} {status}" for status, rows in sorted(counts.items()))
-                + f" (see {table.quarantine.qualified_name})"
+                stack.row(
+                    "stream", "kept out", table.name, f"{kinds} (see {table.quarantine.qualified_name})"
+                )
             )
     return lines

@@ -96,9 +96,12 @@ def business_panels(sales_filter: panels.SalesFilter) -> None:
     columns[2].metric("Order lines", f"{in_range.lines:,}")
 
     today, week = panels.today_against_last_week(
-        panels.select_sales(sales, sales_filter, dates=False), ui.now().date()
+        panels.select_sales(sales, sales_filter, dates=False), ui.now()
     )
-    st.subheader(f"Today ({ui.now():%Y-%m-%d}) against the average day of the last {panels.WEEK}")
+    st.subheader(
+        f"Today so far ({ui.now():%Y-%m-%d %H:%M} UTC) against the average day of the last "
+        f"{panels.WEEK} by the same time"
+    )
     columns = st.columns(3)
     columns[0].metric("Sales today", money(today.sales), delta=money(today.sales - week.sales))
     columns[1].metric("Units sold today", f"{today.units:,}", delta=f"{today.units - week.units:,}")

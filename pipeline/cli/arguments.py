@@ -1,9 +1,10 @@
 """What the command groups' arguments share: the argparse types that refuse a number out of
-range in one line, and the help of `--json`."""
+range or a day in the future in one line, and the help of `--json`."""
 
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, date, datetime
 
 JSON_HELP = "print one JSON object per table (what a scheduler reads) instead of a text line"
 
@@ -35,3 +36,19 @@ def _share(text: str) -> float:
 
 
 SHARE = _share  # argparse names it in "invalid _share value"
+
+
+def _past_day(text: str) -> date:
+    try:
+        day = date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text} is not a day: write it YYYY-MM-DD") from None
+    if day > datetime.now(UTC).date():
+        raise argparse.ArgumentTypeError(
+            f"{text} is in the future: its history would end after today, and the quality "
+            f"gates keep out sales from the future"
+        )
+    return day
+
+
+PAST_DAY = _past_day

@@ -8,7 +8,7 @@ import sys
 import time
 
 from medallion.invocation import EXIT_FAILURE
-from pipeline.cli.arguments import JSON_HELP, NON_NEGATIVE, POSITIVE_INT, SHARE
+from pipeline.cli.arguments import JSON_HELP, NON_NEGATIVE, PAST_DAY, POSITIVE_INT, SHARE
 
 CONTINUOUS_INTERVAL = 10  # seconds between the starts of two continuous passes
 
@@ -18,7 +18,14 @@ def seed(subcommands) -> None:
     seed.add_argument("--sales-lines", type=POSITIVE_INT, default=10_000, help="order lines to generate")
     seed.add_argument("--customers", type=POSITIVE_INT, help="default: sales lines / 10")
     seed.add_argument("--products", type=POSITIVE_INT, help="default: sales lines / 50")
-    seed.add_argument("--seed", type=int, default=42, help="the random seed: the same seed, the same data")
+    seed.add_argument(
+        "--seed", type=int, default=42, help="the random seed: the same seed and day, the same data"
+    )
+    seed.add_argument(
+        "--day",
+        type=PAST_DAY,
+        help="the history is the year before this day, YYYY-MM-DD (default: today, UTC)",
+    )
     seed.set_defaults(handler=_seed)
 
 
@@ -27,7 +34,7 @@ def _seed(args, settings):
 
     size = SeedSize.for_lines(args.sales_lines, args.customers, args.products)
     began = time.monotonic()
-    counts = seed(settings, size, args.seed)
+    counts = seed(settings, size, args.seed, args.day)
     if counts is None:
         print("retail tables already hold data; seed skipped (it only fills empty tables)")
     else:

@@ -25,6 +25,12 @@ from pipeline import cli
         (["run", "--interval", "0"], "argument --interval: 0 is out of range: must be more than 0"),
         (["erase", "--customer-id", "-3"], "argument --customer-id: -3 is out of range: must be more than 0"),
         (["tail", "sales", "--timeout", "0"], "argument --timeout: 0 is out of range: must be more than 0"),
+        (["seed", "--day", "28/11/2026"], "argument --day: 28/11/2026 is not a day: write it YYYY-MM-DD"),
+        (
+            ["seed", "--day", "2999-01-01"],
+            "argument --day: 2999-01-01 is in the future: its history would end after today, "
+            "and the quality gates keep out sales from the future",
+        ),
     ],
 )
 def test_out_of_range_numbers_are_usage_errors(argv, message, capsys):

@@ -82,16 +82,20 @@ def test_a_long_range_is_charted_by_month_with_empty_months_at_zero():
     }
 
 
-def test_today_is_set_against_the_average_day_of_the_week_before_it():
+def test_today_so_far_is_set_against_the_average_day_of_the_week_before_by_the_same_time():
     sales = daily_sales(
         (date(2026, 11, 10), "books", "EMEA", "70.00", 7, 14),
         (date(2026, 11, 4), "books", "EMEA", "7.00", 7, 7),
         (date(2026, 11, 3), "books", "EMEA", "1000.00", 1, 1),  # 8 days before: out
         (date(2026, 11, 11), "books", "EMEA", "3.00", 3, 3),
     )
-    today, week = panels.today_against_last_week(sales, date(2026, 11, 11))
+    today, week = panels.today_against_last_week(sales, datetime(2026, 11, 11, 8, 0))
     assert today == Totals(Decimal("3.00"), 3, 3)
-    assert week == Totals(Decimal("11.00"), 2, 3)
+    # A third of the day gone: a third of the average day (11.00, 2 units, 3 lines).
+    assert week == Totals(Decimal("3.67"), 1, 1)
+    assert panels.today_against_last_week(sales, datetime(2026, 11, 11, 23, 59, 59))[1] == Totals(
+        Decimal("11.00"), 2, 3
+    )
 
 
 def test_segment_counts_are_per_segment_most_first_and_follow_the_region_filter():

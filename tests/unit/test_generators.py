@@ -1,5 +1,6 @@
 import random
 import re
+from datetime import date, timedelta
 from decimal import Decimal
 
 from ingestion import generators
@@ -7,17 +8,34 @@ from ingestion.seed import SeedSize, customers, products, sales
 from lakehouse import domain
 
 SIZE = SeedSize.for_lines(2_000)
+DAY = date(2026, 11, 28)
+END = generators.history_end(DAY)
 
 
-def _dataset(seed):
-    catalog = list(products(seed, SIZE))
+def _dataset(seed, day=DAY):
+    catalog = list(products(seed, SIZE, day))
     prices = [(p["product_id"], p["unit_price"]) for p in catalog]
-    return list(customers(seed, SIZE)), catalog, list(sales(seed, SIZE, prices))
+    return list(customers(seed, SIZE, day)), catalog, list(sales(seed, SIZE, prices, day))
 
 
 def test_same_seed_same_data_and_other_seed_other_data():
     assert _dataset(42) == _dataset(42)
     assert _dataset(42)[2] != _dataset(43)[2]
+
+
+def test_the_history_is_the_year_up_to_the_day_it_is_seeded():
+    """Every day of the year before the seed's day has sales, so a chart of them has no
+    gap up to the live workload's first day; seeded a day later, the same rows move a day."""
+    _, _, lines = _dataset(42)
+    days = {line["transaction_ts"].date() for line in lines}
+    assert max(days) == DAY - timedelta(days=1)
+    assert min(days) >= DAY - timedelta(days=generators.SEED_HISTORY_DAYS)
+    assert len(days) >= generators.SEED_HISTORY_DAYS - 10  # 2,000 lines: a few days may have none
+
+    later = _dataset(42, DAY + timedelta(days=1))[2]
+    assert [line["transaction_ts"] - timedelta(days=1) for line in later] == [
+        line["transaction_ts"] for line in lines
+    ]
 
 
 def test_sizes_follow_the_flag():
@@ -47,7 +65,7 @@ def test_money_is_exact_and_business_rules_hold():
         assert line["channel"] in domain.CHANNELS
         assert line["status"] in domain.ORDER_STATUSES
         assert (line["store_id"] is not None) == (line["channel"] == "store")
-        assert line["transaction_ts"] < generators.SEED_HISTORY_END
+        assert line["transaction_ts"] < END
         assert line["transaction_ts"].utcoffset().total_seconds() == 0
 
 
@@ -63,7 +81,7 @@ def test_customers_are_plausible():
 
 def test_click_sessions_are_ordered_and_well_formed():
     rng = random.Random(11)
-    start = generators.SEED_HISTORY_END
+    start = END
     for _ in range(200):
         session = generators.click_session(rng, [1, 2, 3], [10, 20], start)
         assert session[0]["event_type"] == "page_view"
@@ -80,7 +98,7 @@ def test_click_sessions_are_ordered_and_well_formed():
 def test_inventory_never_goes_negative():
     rng, stock = random.Random(13), {}
     for _ in range(5_000):
-        update = generators.inventory_update(rng, stock, ["SKU-1", "SKU-2"], generators.SEED_HISTORY_END)
+        update = generators.inventory_update(rng, stock, ["SKU-1", "SKU-2"], END)
         assert update["quantity_on_hand"] >= 0
         assert update["reason"] in generators.INVENTORY_REASONS
     assert all(v >= 0 for v in stock.values())

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from infra import workers
+from infra import stack, workers
+from lakehouse.settings import load
 
 ERROR = "psycopg.errors.UniqueViolation: Key (product_id)=(256) already exists."
 FAILING = [sys.executable, "-c", f"import sys; print('working'); sys.exit({ERROR!r})"]
@@ -85,3 +86,15 @@ def test_a_running_worker_shows_its_pid_and_one_stopped_by_make_down_is_left_alo
     process.stop()
     workers.supervise_once(demo, {"dashboard": sleeping}, **QUIET)
     assert not process.running() and workers.processes(demo) == []
+
+
+def test_the_status_lines_of_services_workers_pages_and_streams_align():
+    lines = [
+        stack.ServiceStatus("spark ui 1", "http://localhost:4040/", True, "a Spark job").line(),
+        stack.ServiceStatus("postgres", "localhost:5432", False).line(),
+        stack.row("analyst", "", "JDBC sign-in", "user analyst, password x"),
+    ]
+    assert {line.index(address) for line, address in zip(lines, ("http", "localhost", "JDBC"))} == {20}
+    assert stack.row("postgres", "stopped") == "postgres   stopped"
+    names = [page.name for page in workers.pages(load())]
+    assert len(set(names)) == len(names), names
