@@ -109,35 +109,17 @@ def sales_lines(spark: SparkSession, first: int, count: int, version: int, days:
     )
 
 
-def _columns(table: Table) -> list[str]:
-    """The table's columns but its derived partition column, which the write adds."""
+def _columns(spark: SparkSession, table: Table) -> list[str]:
+    """The table's columns but its derived partition column, which the write adds: Bronze's
+    as declared, Silver's as its transform makes them (read off a run over empty inputs),
+    with the delete marker every write carries."""
     if table.layer == "bronze":
         derived = table.partition_field if table.partitioning.derives_field else None
         return [c for c in (*table.columns, *lineage_columns(table)) if c != derived]
-    return [
-        "order_id",
-        "line_item_id",
-        "customer_id",
-        "product_id",
-        "quantity",
-        "unit_price",
-        "discount",
-        "line_total",
-        "channel",
-        "store_id",
-        "status",
-        "transaction_ts",
-        "order_date",
-        "region",
-        "country",
-        "loyalty_tier",
-        "sku",
-        "product_name",
-        "product_category",
-        "brand",
-        "last_updated_ts",
-        "_hoodie_is_deleted",
-    ]
+    for source in UNIFIED_CUSTOMER_ORDERS.inputs:
+        schema = ", ".join(f"{name} {kind}" for name, kind in source.table.columns.items())
+        spark.createDataFrame([], schema).createOrReplaceTempView(source.alias)
+    return [*spark.sql(UNIFIED_CUSTOMER_ORDERS.transform_sql()).columns, hudi.DELETED]
 
 
 def _tables(by: str) -> list[Table]:
@@ -174,9 +156,9 @@ def _files(path: str) -> dict:
 def write_lines(frame: DataFrame, table: Table, options: dict[str, str], path: str) -> float:
     """Upserts sales lines into `table` at `path` with `options`; returns the seconds taken."""
     began = time.monotonic()
-    with_partition_field(frame.select(_columns(table)), table).write.format("hudi").options(**options).mode(
-        "append"
-    ).save(path)
+    with_partition_field(frame.select(_columns(frame.sparkSession, table)), table).write.format(
+        "hudi"
+    ).options(**options).mode("append").save(path)
     return time.monotonic() - began
 
 

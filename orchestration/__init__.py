@@ -11,6 +11,7 @@ and the command's locks keep one writer per layer, beside the continuous pipelin
 daemon that fires the schedules, both with their state under `.lake/dagster`.
 
 Layout: `assets.py` translates declarations into assets and checks, `table_jobs.py` runs a
-table's command and reads what it reports, `definitions.py` holds the one `Definitions`
-object, `service.py` starts and stops the webserver and the daemon.
+table's command and reads what it reports, `policy.py` says how every job retries and how
+every schedule fires, `maintenance.py` is the table services' job, `definitions.py` holds
+the one `Definitions` object, `service.py` starts and stops the webserver and the daemon.
 """

@@ -13,6 +13,7 @@ from lakehouse.rules import FAIL, Rule
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Table
 from medallion.tables import derived_tables
+from orchestration.policy import failure, retry_policy
 from orchestration.table_jobs import TableJobFailed, latest_results, run_table
 
 # What each report field of `lakehouse <layer> --json` is called on the asset.
@@ -87,11 +88,7 @@ def table_asset(table: Table, settings: Settings) -> dg.AssetsDefinition:
             )
             for rule in rules
         ],
-        retry_policy=dg.RetryPolicy(
-            max_retries=settings.scheduler_retries,
-            delay=settings.scheduler_retry_delay_seconds,
-            backoff=dg.Backoff.EXPONENTIAL,
-        ),
+        retry_policy=retry_policy(settings),
         # One writer per layer at a time, as the command's own lock demands: a run never
         # starts a second one, and waits for the pool instead of failing on the lock.
         pool=f"lakehouse_{table.layer}",
@@ -100,13 +97,11 @@ def table_asset(table: Table, settings: Settings) -> dg.AssetsDefinition:
     def run(context, full_refresh: bool):
         try:
             report = run_table(table, settings, full_refresh)
-        except TableJobFailed as failure:
-            if not failure.retryable and isinstance(table, DerivedTable):
+        except TableJobFailed as failed:
+            if not failed.retryable and isinstance(table, DerivedTable):
                 # The breached rule shows failed beside the table, not only in the log.
                 yield from (r for r in _check_results(table, settings) if not r.passed)
-            # The last try fails with the command's message, not with "Exceeded max_retries".
-            retry = failure.retryable and context.retry_number < settings.scheduler_retries
-            raise dg.Failure(description=str(failure), allow_retries=retry) from None
+            raise failure(failed, context, settings) from None
         yield dg.MaterializeResult(
             metadata=_metadata(table, report),
             check_results=_check_results(table, settings) if isinstance(table, DerivedTable) else [],

@@ -11,6 +11,7 @@ from lakehouse.settings import Settings
 from lakehouse.tables import LAYERS, DerivedTable
 from orchestration.assets import freshness_check, table_asset, tables
 from orchestration.maintenance import maintenance_job, maintenance_schedule
+from orchestration.policy import schedule
 
 EVERY_TABLE_JOB = "every_table"
 FRESHNESS_JOB = "gold_freshness"
@@ -52,21 +53,8 @@ def build(settings: Settings) -> dg.Definitions:
         maintenance_job(settings),
     ]
     schedules = [
-        dg.ScheduleDefinition(
-            name=EVERY_TABLE_JOB,
-            job_name=EVERY_TABLE_JOB,
-            cron_schedule=settings.schedule_cron,
-            execution_timezone="UTC",
-            default_status=dg.DefaultScheduleStatus.RUNNING,
-            description="SCHEDULE_CRON: the whole graph.",
-        ),
-        dg.ScheduleDefinition(
-            name=FRESHNESS_JOB,
-            job_name=FRESHNESS_JOB,
-            cron_schedule=FRESHNESS_CRON,
-            execution_timezone="UTC",
-            default_status=dg.DefaultScheduleStatus.RUNNING,
-        ),
+        schedule(EVERY_TABLE_JOB, settings.schedule_cron, "SCHEDULE_CRON: the whole graph."),
+        schedule(FRESHNESS_JOB, FRESHNESS_CRON),
         maintenance_schedule(settings),
     ]
     return dg.Definitions(

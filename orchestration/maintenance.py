@@ -6,6 +6,7 @@ from __future__ import annotations
 import dagster as dg
 
 from lakehouse.settings import Settings
+from orchestration.policy import failure, retry_policy, schedule
 from orchestration.table_jobs import TableJobFailed, maintain
 
 MAINTENANCE_JOB = "maintenance"
@@ -16,19 +17,14 @@ def maintenance_job(settings: Settings) -> dg.JobDefinition:
         name="maintain_every_table",
         description="Compaction (Bronze), cleaning and archival of every table "
         "(operations/maintenance.py), with the writers' retention.",
-        retry_policy=dg.RetryPolicy(
-            max_retries=settings.scheduler_retries,
-            delay=settings.scheduler_retry_delay_seconds,
-            backoff=dg.Backoff.EXPONENTIAL,
-        ),
+        retry_policy=retry_policy(settings),
     )
     def maintain_every_table(context) -> None:
         try:
             reports = maintain(settings)
-        except TableJobFailed as failure:
+        except TableJobFailed as failed:
             # A busy writer (the continuous pipeline) may be gone at the next try.
-            retry = failure.retryable and context.retry_number < settings.scheduler_retries
-            raise dg.Failure(description=str(failure), allow_retries=retry) from None
+            raise failure(failed, context, settings) from None
         context.add_output_metadata(
             {
                 r["table"]: (
@@ -52,11 +48,4 @@ def maintenance_job(settings: Settings) -> dg.JobDefinition:
 
 
 def maintenance_schedule(settings: Settings) -> dg.ScheduleDefinition:
-    return dg.ScheduleDefinition(
-        name=MAINTENANCE_JOB,
-        job_name=MAINTENANCE_JOB,
-        cron_schedule=settings.maintenance_cron,
-        execution_timezone="UTC",
-        default_status=dg.DefaultScheduleStatus.RUNNING,
-        description="MAINTENANCE_CRON: the table services.",
-    )
+    return schedule(MAINTENANCE_JOB, settings.maintenance_cron, "MAINTENANCE_CRON: the table services.")
