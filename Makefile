@@ -58,13 +58,13 @@ cluster: install env ## a Spark standalone master, two workers and HDFS as nativ
 down: ## stop everything `make up`, `make services`, `make scheduler` or `make cluster` started
 	@if [ -x $(LAKEHOUSE) ]; then $(LAKEHOUSE) down; fi
 
-status: ## health of every service and of the Debezium connector
+status: install env ## health of every service and of the Debezium connector
 	$(LAKEHOUSE) status
 
-seed: ## load the initial data set (SALES_LINES=10000)
+seed: install env ## load the initial data set (SALES_LINES=10000)
 	$(LAKEHOUSE) seed --sales-lines $${SALES_LINES:-10000}
 
-simulate: ## run the live workload for DURATION seconds (default 60)
+simulate: install env ## run the live workload for DURATION seconds (default 60)
 	$(LAKEHOUSE) simulate --duration $${DURATION:-60}
 
 notebooks: install env ## open JupyterLab on notebooks/ with the project's environment (after `make up`)

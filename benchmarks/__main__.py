@@ -3,15 +3,16 @@
 Runs against the real services (started natively if none answer, stopped again afterwards)
 with a warehouse of its own under .lake/bench. The demo's workers must not run meanwhile:
 they would compete for the same cores and write to the same source tables. Parts, in order:
-`run` (a scheduled `lakehouse run` after 400 source transactions, on the source as the
-10,000-line seed leaves it when it starts from empty), `scheduler` (what running each table
-as a Dagster asset adds to its command), `commits` (the fixed cost of a small
-Hudi commit, lever by lever), `layout` (partition granularity at the demo's size and at
-10,000,000 sales lines, then the file format lever by lever, on tables of its own),
-`freshness` (the demo's workers running, how long a sale
-takes from Postgres to Gold), `bronze`, `derived` (which grows the source tables to its
-largest size, 1,000,000 sales lines by default, and leaves them so: `make clean` starts
-over) and `serving` (the three read paths over the Gold the derived part built).
+`run` (a scheduled `lakehouse run` after --run-changes source transactions, on the source
+as the --seed-lines seed leaves it when it starts from empty), `scheduler` (what running
+each table as a Dagster asset adds to its command), `commits` (the fixed cost of a small
+Hudi commit, lever by lever), `layout` (partition granularity at --layout-sizes, then the
+file format lever by lever at --format-lines, on tables of its own), `freshness` (the
+demo's workers running, how long a sale takes from Postgres to Gold), `bronze` (landing
+rate and a drain of bulk changes), `derived` (Silver and Gold after a share of the lines
+changed, incrementally and by a full refresh, at --derived-sizes: it grows the source
+tables to the largest and leaves them so, until `make clean`) and `serving` (the three read
+paths over the Gold the derived part built).
 """
 
 from __future__ import annotations
@@ -144,8 +145,13 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+def parser() -> argparse.ArgumentParser:
+    """The options of `make bench` (`python -m benchmarks`), which the Commands reference shows."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks",
+        description=__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument(
         "--only",
         choices=PARTS,
@@ -190,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duration", type=float, default=180, help="seconds of live workload")
     parser.add_argument("--rate", type=float, default=50, help="Postgres transactions/s")
     parser.add_argument("--event-rate", type=float, default=200, help="Kafka events/s")
-    parser.add_argument("--trigger-seconds", type=int, default=10)
+    parser.add_argument("--trigger-seconds", type=int, default=10, help="Bronze's micro-batch interval")
     parser.add_argument(
         "--derived-sizes",
         type=_sizes,
@@ -215,7 +221,11 @@ def main(argv: list[str] | None = None) -> int:
         default=5,
         help="runs of each Gold query through `lakehouse sql` (a JVM start each)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
 
     settings = settings_module.load()
     busy = [name for name in workers.WORKERS if workers.worker(settings, name).running()]

@@ -435,6 +435,19 @@ def _commands_page(root, commands, summaries) -> str:
             "```",
             "",
         ]
+    from benchmarks.__main__ import parser as benchmarks_parser
+
+    lines += [
+        "## make bench { #benchmarks }",
+        "",
+        "`make bench` runs `python -m benchmarks` with these defaults; each part writes its "
+        "results to `benchmarks/results/` ([Benchmarks](../benchmarks.md)).",
+        "",
+        "```text",
+        benchmarks_parser().format_help().rstrip(),
+        "```",
+        "",
+    ]
     return "\n".join(lines)
 
 

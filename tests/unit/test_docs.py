@@ -184,3 +184,21 @@ def test_the_benchmarks_page_shows_every_plot_the_build_draws(plotter):
     page = (ROOT / "docs" / "benchmarks.md").read_text()
     shown = set(re.findall(r"!\[[^\]]+\]\((images/benchmarks/[^)]+\.svg)\)", page))
     assert shown == set(plotter["plots"]())
+
+
+def test_the_derived_table_tutorial_declares_a_table_that_keeps_every_other():
+    """The tutorial's transform, saved where it says, and its declaration, run where it says
+    to put it (gold/tables.py), declare a valid table and keep every Gold table in the tuple."""
+    import gold.tables
+
+    page = (ROOT / "docs" / "tutorials" / "add-a-derived-table.md").read_text()
+    [sql] = re.findall(r"```sql\n(.*?)```", page, re.S)
+    [declaration] = [b for b in re.findall(r"```python\n(.*?)```", page, re.S) if "GOLD_TABLES" in b]
+    transform = ROOT / "gold" / "transforms" / "channel_daily_sales.sql"
+    transform.write_text(sql)
+    try:
+        module = dict(vars(gold.tables))
+        exec(declaration, module)
+    finally:
+        transform.unlink()
+    assert module["GOLD_TABLES"] == (*gold.tables.GOLD_TABLES, module["CHANNEL_DAILY_SALES"])
