@@ -94,7 +94,7 @@ def _workers(settings: Settings) -> dict[str, BackgroundProcess]:
         name: BackgroundProcess(f"freshness-{name}", bench_dir / "run", bench_dir / "logs")
         for name in WORKERS
         # The supervisor watches the demo's own pid files, not these.
-        if name not in ("docs", "supervisor")
+        if name not in ("data-docs", "supervisor")
     }
 
 

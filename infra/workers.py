@@ -48,7 +48,7 @@ WORKERS = {
         "0.01",
     ],
     "pipeline": ["run", "--continuous", "--interval", "10"],
-    "docs": ["docs"],
+    "data-docs": ["data-docs"],
     "dashboard": ["dashboard"],
     "metrics": ["metrics"],
 }

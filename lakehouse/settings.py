@@ -302,7 +302,7 @@ class Settings:
         "Where `lakehouse train` records models: MLflow's SQLite store and the models' files.",
     )
     docs_port: int = setting(
-        "QUALITY_DOCS_PORT", 8085, PORT, "The port `lakehouse docs` serves the Data Docs site on."
+        "QUALITY_DOCS_PORT", 8085, PORT, "The port `lakehouse data-docs` serves the Data Docs site on."
     )
     dashboard_port: int = setting("DASHBOARD_PORT", 8501, PORT, "The port the dashboard serves on.")
     metrics_port: int = setting(

@@ -1,4 +1,4 @@
-"""`lakehouse docs`: the quality gates' Data Docs (the static site Great Expectations writes
+"""`lakehouse data-docs`: the quality gates' Data Docs (the static site Great Expectations writes
 under QUALITY_DIR at each validation, lakehouse/quality.py) on http://localhost:8085
 (QUALITY_DOCS_PORT), served beside the pipeline by `make up`."""
 

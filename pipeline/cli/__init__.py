@@ -41,7 +41,7 @@ ORDER = (
     "silver",
     "gold",
     "run",
-    "docs",
+    "data-docs",
     "dashboard",
     "metrics",
     "supervise",

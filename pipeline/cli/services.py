@@ -1,5 +1,5 @@
 """The services and the pages beside them: `lakehouse services`, `cluster`, `up`, `down`,
-`status`, `env`, `docs`, `dashboard`, `metrics` and `scheduler`."""
+`status`, `env`, `data-docs`, `dashboard`, `metrics` and `scheduler`."""
 
 from __future__ import annotations
 
@@ -112,13 +112,15 @@ def _env(args, settings):
     return 0
 
 
-def docs(subcommands) -> None:
+def data_docs(subcommands) -> None:
     subcommands.add_parser(
-        "docs", help="serve the Great Expectations Data Docs site on QUALITY_DOCS_PORT"
-    ).set_defaults(handler=_docs)
+        "data-docs",
+        help="serve the quality gates' Data Docs (Great Expectations) on QUALITY_DOCS_PORT; "
+        "`make docs` serves this project's documentation",
+    ).set_defaults(handler=_data_docs)
 
 
-def _docs(args, settings):
+def _data_docs(args, settings):
     from monitoring import data_docs
 
     data_docs.serve(settings)
@@ -208,7 +210,7 @@ SUBCOMMANDS = {
     "down": down,
     "status": status,
     "env": env,
-    "docs": docs,
+    "data-docs": data_docs,
     "dashboard": dashboard,
     "metrics": metrics,
     "supervise": supervise,

@@ -71,7 +71,7 @@ def test_every_service_and_worker_runs_healthy_in_the_image_built_here(services)
         assert user == expected if expected else user not in ("", "root", "0"), (name, user)
     assert all(s.healthy for s in stack.status(services)), [s.line() for s in stack.status(services)]
     running = {p.name: p for p in workers.processes(services)}
-    assert set(running) == {"supervisor", "simulator", "pipeline", "docs"}
+    assert set(running) == {"supervisor", "simulator", "pipeline", "data-docs"}
     assert all(p.healthy for p in running.values()), [p.line() for p in running.values()]
 
 

@@ -48,11 +48,36 @@ def _project_files() -> list[Path]:
     ]
 
 
-def test_the_readme_is_a_front_door_of_at_most_250_lines():
+def test_the_readme_is_a_front_door_of_at_most_200_lines():
     lines = README.read_text().splitlines()
-    assert len(lines) <= 250, (
+    assert len(lines) <= 200, (
         f"README.md has {len(lines)} lines: move the detail to a page under docs/ and link it"
     )
+
+
+def test_the_readmes_port_table_has_every_port_with_its_default_and_setting():
+    """Every port setting's default, those inside a host:port or URL setting too, and the
+    Spark UIs' fixed ports, in the README's table beside the variable that moves it."""
+    from infra.workers import SPARK_UI_PORTS
+    from lakehouse import settings
+
+    rows = {
+        port: cells[1]
+        for cells in (
+            [c.strip() for c in line.strip("|").split("|")] for line in README.read_text().splitlines()
+        )
+        if len(cells) == 3 and re.fullmatch(r"[0-9, ]+", cells[0])
+        for port in re.findall(r"[0-9]+", cells[0])
+    }
+    missing = []
+    for setting in settings.declared().values():
+        default = str(setting.default)
+        if setting.kind is settings.PORT or re.search(r"localhost:[0-9]+$", default):
+            port = default.rsplit(":", 1)[-1]
+            if setting.variable not in rows.get(port, ""):
+                missing.append(f"{port} {setting.variable}")
+    missing += [str(port) for port in SPARK_UI_PORTS if str(port) not in rows]
+    assert missing == []
 
 
 def test_every_relative_link_of_the_readme_resolves():
