@@ -4,6 +4,8 @@ SHELL := /bin/bash
 VENV := .venv
 PYTHON := $(VENV)/bin/python
 LAKEHOUSE := $(VENV)/bin/lakehouse
+# Each test group's JUnit report: what `python -m benchmarks.ci_times` reads after `.ci/run`.
+REPORTS := .lake/test-reports
 # Debian packages the native mode needs: PostgreSQL server, a JDK for Kafka, Maven for jars,
 # and the browser (with its driver) in which the tests open the dashboard.
 APT_PACKAGES := postgresql openjdk-17-jdk-headless maven chromium chromium-driver
@@ -78,12 +80,12 @@ docker: ## install what the Compose mode needs: Debian's Docker engine and deboo
 	@bash infra/docker/compose.sh
 
 test: install docker ## every test: unit, integration with every fault scenario (on services of its own, beside any running demo), then the demo in Compose
-	$(VENV)/bin/pytest -q tests/unit
-	$(VENV)/bin/pytest -q --durations=0 --durations-min=15 tests/integration
+	$(VENV)/bin/pytest -q --junitxml=$(REPORTS)/unit.xml tests/unit
+	$(VENV)/bin/pytest -q --durations=0 --durations-min=15 --junitxml=$(REPORTS)/integration.xml tests/integration
 	@$(MAKE) --no-print-directory test-compose
 
 test-compose: install docker ## only the Compose group: the whole demo in containers, on a Docker engine started for it if none runs (and stopped after)
-	bash infra/docker/with-engine.sh $(VENV)/bin/pytest -q --durations=0 --durations-min=15 tests/compose
+	bash infra/docker/with-engine.sh $(VENV)/bin/pytest -q --durations=0 --durations-min=15 --junitxml=$(REPORTS)/compose.xml tests/compose
 
 test-long: install ## only the long scenarios that `make test` runs too: the fault matrix, kill -9 of a Bronze and a Silver write, the cluster pass, Connect stopped, bulk loads across a killed and a stopped Connect
 	$(VENV)/bin/pytest -q --durations=5 -m long tests/integration

@@ -19,42 +19,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import sys
-from datetime import UTC, datetime
-from pathlib import Path
-
-import pyspark
 
 from benchmarks import bronze, commits, derived, freshness, layout, run, scheduler, serving
-from benchmarks.report import header
+from benchmarks.report import RESULTS, header, machine
 from infra import metastore, stack, workers
 from ingestion.seed import SeedSize, seed
 from lakehouse import settings as settings_module
 from lakehouse import spark
-from lakehouse.settings import read_versions
 
-RESULTS = Path(__file__).resolve().parent / "results"
 PARTS = ("run", "scheduler", "commits", "layout", "freshness", "bronze", "derived", "serving")
-
-
-def machine() -> dict:
-    memory_kib = next(
-        int(line.split()[1])
-        for line in Path("/proc/meminfo").read_text().splitlines()
-        if line.startswith("MemTotal:")
-    )
-    versions = read_versions()
-    return {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "cores": os.cpu_count(),
-        "memory_gib": round(memory_kib / 2**20),
-        "pyspark": pyspark.__version__,
-        "hudi": versions["HUDI_VERSION"],
-        "kafka": versions["KAFKA_VERSION"],
-        "debezium": versions["DEBEZIUM_VERSION"],
-    }
 
 
 def bronze_markdown(results: dict) -> str:

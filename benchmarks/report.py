@@ -1,8 +1,36 @@
-"""What every results page of `make bench` shares: its header, and how durations are summed up."""
+"""What every results file shares: the machine it was measured on, its page's header, and
+how durations are summed up."""
 
 from __future__ import annotations
 
+import os
 import statistics
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyspark
+
+from lakehouse.settings import read_versions
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def machine() -> dict:
+    memory_kib = next(
+        int(line.split()[1])
+        for line in Path("/proc/meminfo").read_text().splitlines()
+        if line.startswith("MemTotal:")
+    )
+    versions = read_versions()
+    return {
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "cores": os.cpu_count(),
+        "memory_gib": round(memory_kib / 2**20),
+        "pyspark": pyspark.__version__,
+        "hudi": versions["HUDI_VERSION"],
+        "kafka": versions["KAFKA_VERSION"],
+        "debezium": versions["DEBEZIUM_VERSION"],
+    }
 
 
 def header(title: str, results: dict) -> list[str]:

@@ -227,3 +227,29 @@ def test_the_derived_table_tutorial_declares_a_table_that_keeps_every_other():
     finally:
         transform.unlink()
     assert module["GOLD_TABLES"] == (*gold.tables.GOLD_TABLES, module["CHANNEL_DAILY_SALES"])
+
+
+@pytest.fixture(scope="module")
+def figures():
+    return runpy.run_path(str(ROOT / "docs" / "gen_figures.py"), run_name="gen_figures")
+
+
+def test_every_figure_a_page_names_is_in_its_results_file(figures):
+    """The build writes each named figure from its file: a name whose file is here but
+    whose place in it is not would fail `make docs-build`."""
+    filled = figures["pages"]()
+    assert {"benchmarks.md", "testing.md"} <= set(filled)
+    assert all(not figures["FIGURE"].search(text) for text in filled.values())
+
+
+def test_a_figure_is_written_as_its_file_holds_it_and_a_wrong_place_fails(figures, tmp_path):
+    (tmp_path / "ci.json").write_text(
+        json.dumps({"total_seconds": 3852, "modules": [{"module": "test_chaos", "seconds": 255.4}]})
+    )
+    fill = figures["fill"]
+    assert fill("{{ ci: total_seconds as min }} min", tmp_path) == "64.2 min"
+    assert fill("{{ ci: total_seconds }} s", tmp_path) == "3,852 s"
+    assert fill("| {{ ci: modules[module=test_chaos].seconds as .0f }} |", tmp_path) == "| 255 |"
+    assert fill("{{ run: incremental.seconds }}", tmp_path) == "not measured"
+    with pytest.raises(figures["FigureError"], match="ci.json has no 'totl_seconds'"):
+        fill("{{ ci: totl_seconds }}", tmp_path)
