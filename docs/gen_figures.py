@@ -9,9 +9,9 @@ A page names a figure by its file and its place in it, and the build writes the 
 
 The file is `benchmarks/results/<file>.json`; the place is keys joined by dots, where
 `[key=value]` picks the item of a list whose `key` is `value`. After `as`, a format: `min`
-(seconds as minutes, one decimal), `MiB` (bytes as MiB) or a Python format spec (`,.0f`). Without one, the value
-is written as the file holds it, thousands separated. (Not `|`, which would break the
-tables the figures sit in, on GitHub.)
+(seconds as minutes, one decimal), `MiB` (bytes as MiB) or a Python format spec (`,.0f`).
+Without one, the value is written as the file holds it, thousands separated. (Not after
+`|`, which would break the tables the figures sit in, on GitHub.)
 
 A figure whose file is missing (a clone need not hold every result) reads "not measured";
 a figure whose place is not in its file fails the build, as a page would otherwise show a
