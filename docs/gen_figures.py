@@ -13,6 +13,12 @@ The file is `benchmarks/results/<file>.json`; the place is keys joined by dots, 
 Without one, the value is written as the file holds it, thousands separated. (Not after
 `|`, which would break the tables the figures sit in, on GitHub.)
 
+A page can also take a part's whole results page, the tables `make bench` writes beside
+the file (`benchmarks/results/<file>.md`), under a line saying when and on what it was
+measured:
+
+    {{ results: freshness }}
+
 A figure whose file is missing (a clone need not hold every result) reads "not measured";
 a figure whose place is not in its file fails the build, as a page would otherwise show a
 number nothing measured. tests/unit/test_docs.py fails on a measured figure typed into a
@@ -70,8 +76,24 @@ def figure(name: str, place: str, spec: str | None = None, results_dir: Path = R
     return _formatted(_place(json.loads(path.read_text()), place, name), spec)
 
 
+RESULTS_PAGE = re.compile(r"^\{\{\s*results:\s*([a-z_]+)\s*\}\}$", re.M)
+
+
+def results_page(name: str, results_dir: Path = RESULTS) -> str:
+    """The body of a part's results page (its title and machine line as one sentence), its
+    headings under the page's own."""
+    path = results_dir / f"{name}.md"
+    if not path.exists():
+        return f"Not measured in this clone: `python -m benchmarks --only {name}` writes `{path.name}`."
+    title, _, machine, _, *body = path.read_text().splitlines()
+    when = title.lstrip("# ")
+    lines = [f"*From `benchmarks/results/{path.name}`: {when}. {machine}.*", ""]
+    return "\n".join(lines + [f"##{line}" if line.startswith("#") else line for line in body])
+
+
 def fill(text: str, results_dir: Path = RESULTS) -> str:
-    """`text` with every figure it names written in."""
+    """`text` with every results page and figure it names written in."""
+    text = RESULTS_PAGE.sub(lambda m: results_page(m[1], results_dir), text)
     return FIGURE.sub(lambda m: figure(m[1], m[2], m[3], results_dir), text)
 
 
@@ -80,7 +102,7 @@ def pages() -> dict[str, str]:
     return {
         page.relative_to(DOCS).as_posix(): fill(text)
         for page in sorted(DOCS.rglob("*.md"))
-        if FIGURE.search(text := page.read_text())
+        if FIGURE.search(text := page.read_text()) or RESULTS_PAGE.search(text)
     }
 
 
