@@ -8,7 +8,7 @@ A page names a figure by its file and its place in it, and the build writes the 
     {{ ci: total_seconds as min }}                          64.2
 
 The file is `benchmarks/results/<file>.json`; the place is keys joined by dots, where
-`[key=value]` picks the item of a list whose `key` is `value`. After `as`, a format: `min`
+`[key=value]` picks the item of a list whose `key` is `value` (`[a=1][b=2]`: both). After `as`, a format: `min`
 (seconds as minutes, one decimal), `MiB` (bytes as MiB) or a Python format spec (`,.0f`).
 Without one, the value is written as the file holds it, thousands separated. (Not after
 `|`, which would break the tables the figures sit in, on GitHub.)
@@ -53,10 +53,10 @@ def _place(value, place: str, name: str):
             value = value[key]
         except (KeyError, TypeError):
             raise FigureError(f"{name}.json has no {key!r} on the way to {place!r}") from None
-        for pick_key, wanted in re.findall(r"\[([^\]=]+)=([^\]]+)\]", picks):
-            found = [item for item in value if str(item.get(pick_key)) == wanted]
+        if wanted := re.findall(r"\[([^\]=]+)=([^\]]+)\]", picks):
+            found = [item for item in value if all(str(item.get(k)) == v for k, v in wanted)]
             if len(found) != 1:
-                raise FigureError(f"{name}.json: {len(found)} items of {key!r} have {pick_key}={wanted}")
+                raise FigureError(f"{name}.json: {len(found)} items of {key!r} match {picks}")
             value = found[0]
     return value
 

@@ -253,3 +253,28 @@ def test_a_figure_is_written_as_its_file_holds_it_and_a_wrong_place_fails(figure
     assert fill("{{ run: incremental.seconds }}", tmp_path) == "not measured"
     with pytest.raises(figures["FigureError"], match="ci.json has no 'totl_seconds'"):
         fill("{{ ci: totl_seconds }}", tmp_path)
+
+
+# A measured figure as the pages write one: a decimal with its unit (`57.0 s`, `1.8 MiB`,
+# `2.8x`), or a decimal alone in a table's cell. A limit or a target is written whole, or
+# after `≤` or `≥`, and a setting's value whole (`1 GiB heap`, `every 10 s`).
+TYPED_FIGURE = re.compile(
+    r"(?<![\w.$/≤≥-])(?<!≤ )(?<!≥ )\d[\d,]*\.\d+\s?(?:s|min|ms|MiB|GiB|KiB|MB|GB|x|%)(?![\w/])"
+)
+TYPED_CELL = re.compile(r"\**\d[\d,]*\.\d+\**(?: ?[a-zA-Z%/]+)?")
+
+
+def test_no_page_types_a_measured_figure(figures):
+    """Every measured figure in the README and the pages is written in at build from its
+    results file, so none can drift from what was measured. The changelog, which keeps the
+    figures from before each change, is the exception."""
+    pages = [README, *(p for p in (ROOT / "docs").rglob("*.md"))]
+    typed = {}
+    for page in pages:
+        text = figures["RESULTS_PAGE"].sub("", figures["FIGURE"].sub("", page.read_text()))
+        text = re.sub(r"`[^`]*`", "", re.sub(r"```.*?```", "", text, flags=re.S))
+        cells = [c.strip() for row in re.findall(r"^\|.*\|$", text, re.M) for c in row.strip("|").split("|")]
+        found = TYPED_FIGURE.findall(text) + [c for c in cells if TYPED_CELL.fullmatch(c)]
+        if found:
+            typed[page.relative_to(ROOT).as_posix()] = found
+    assert typed == {}, "name these as {{ <results file>: <place> }} (docs/gen_figures.py): " + str(typed)
