@@ -1,1 +1,3 @@
-"""Running the lakehouse: fault injection and, as they land, table services and recovery."""
+"""Operating the tables: savepoints and restores (savepoints.py), Hudi's table services
+(maintenance.py), erasing a customer's personal data (erasure.py, redaction.py) and the
+fault matrix (chaos.py)."""
