@@ -10,8 +10,8 @@ A page names a figure by its file and its place in it, and the build writes the 
 The file is `benchmarks/results/<file>.json`; the place is keys joined by dots, where
 `[key=value]` picks the item of a list whose `key` is `value` (`[a=1][b=2]`: both). After
 `as`, a format: `min` (seconds as minutes, one decimal), `MiB` (bytes as MiB) or a Python
-format spec (`,.0f`). Without one, the value is written as the file holds it, thousands separated. (Not after
-`|`, which would break the tables the figures sit in, on GitHub.)
+format spec (`,.0f`). Without one, the value is written as the file holds it, thousands
+separated. (Not after `|`, which would break the tables the figures sit in, on GitHub.)
 
 A page can also take a part's whole results page, the tables `make bench` writes beside
 the file (`benchmarks/results/<file>.md`), under a line saying when and on what it was
