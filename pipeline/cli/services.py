@@ -146,16 +146,30 @@ def supervise(subcommands) -> None:
         "supervise",
         help="keep the demo's other workers running: restart one that exits, record why (make up runs it)",
     )
+    # Checked by `refuse`, not `choices`: argparse checks an empty `nargs="*"` against its
+    # choices and refuses it (python/cpython#53811), and an empty list means all the others.
     supervise.add_argument(
         "workers",
         nargs="*",
-        choices=[name for name in WORKERS if name != "supervisor"],
-        help="the workers to watch (default: all the others)",
+        help=f"the workers to watch, of {', '.join(_supervised(WORKERS))} (default: all of them)",
     )
     supervise.add_argument(
         "--start", action="store_true", help="start them first (the Compose mode's `workers` container)"
     )
-    supervise.set_defaults(handler=_supervise)
+    supervise.set_defaults(handler=_supervise, refuse=_unknown_workers)
+
+
+def _supervised(workers) -> list[str]:
+    return [name for name in workers if name != "supervisor"]
+
+
+def _unknown_workers(args) -> str | None:
+    from infra.workers import WORKERS
+
+    unknown = [name for name in args.workers if name not in _supervised(WORKERS)]
+    if unknown:
+        return f"no worker {', '.join(unknown)}; the supervisor watches {', '.join(_supervised(WORKERS))}"
+    return None
 
 
 def _supervise(args, settings):

@@ -142,6 +142,18 @@ def test_contradicting_flags_are_refused_with_what_to_do(argv, message, capsys):
     assert capsys.readouterr().err.splitlines()[-1] == f"lakehouse {argv[0]}: error: {message}"
 
 
+def test_the_supervisor_watches_every_worker_unless_named_and_refuses_an_unknown_one(capsys):
+    assert cli.parse(["supervise"]).workers == []
+    assert cli.parse(["supervise", "--start", "simulator", "pipeline"]).workers == ["simulator", "pipeline"]
+    with pytest.raises(SystemExit):
+        cli.parse(["supervise", "nope"])
+    assert (
+        capsys.readouterr()
+        .err.splitlines()[-1]
+        .startswith("lakehouse supervise: error: no worker nope; the supervisor watches simulator, pipeline")
+    )
+
+
 def test_flags_that_agree_are_taken():
     assert cli.parse(["run", "--continuous", "--interval", "5", "--trigger-seconds", "3"]).interval == 5
     assert cli.parse(["savepoint", "restore", "gold", "--instant", "20261128"]).instant == "20261128"
