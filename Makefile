@@ -98,7 +98,7 @@ lint: install ## style checks: ruff (lint and layout) over the Python, sqlfluff 
 test-unit: install ## unit tests only (no services)
 	$(VENV)/bin/pytest -q tests/unit
 
-bench: install env ## measure a scheduled run, the scheduler's overhead, commit cost, Gold freshness under the demo, Bronze, Silver/Gold incremental vs full, queries (stop the demo first; ~1 h); writes benchmarks/results/
+bench: install env ## measure a scheduled run, the scheduler's overhead, commit cost, table layout, Gold freshness under the demo, Bronze, Silver/Gold incremental vs full, queries (stop the demo first; ~1 h); writes benchmarks/results/
 	$(PYTHON) -m benchmarks
 
 chaos: install env ## fault matrix: kill -9 each service and job 6 times under a live workload, then check every table (stop the demo first; ~20 min); writes benchmarks/results/chaos.*
