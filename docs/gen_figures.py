@@ -25,6 +25,9 @@ number nothing measured. tests/unit/test_docs.py fails on a measured figure type
 page instead.
 """
 
+# A script of its own beside gen_plots.py, not a part of it: mkdocs-gen-files runs each
+# script alone, with no package between them to share, and the two write different files.
+
 from __future__ import annotations
 
 import json

@@ -144,25 +144,17 @@ def table_states(settings: Settings) -> list[TableState]:
     with _kafka_positions(settings) as positions:
         for table in BRONZE_TABLES:
             if positions is None:  # the broker is down: how far behind is unknown
-                states.append(
-                    TableState(
-                        table.layer,
-                        table.name,
-                        _latest(completions[table.name]),
-                        lag_known=False,
-                        storage=listed(table.path(settings)),
-                    )
-                )
-                continue
-            oldest, waiting = positions(table.topic, _checkpoint_offsets(settings, table))
+                lag = {"lag_known": False}
+            else:
+                oldest, waiting = positions(table.topic, _checkpoint_offsets(settings, table))
+                lag = {"oldest_waiting": oldest, "waiting": waiting}
             states.append(
                 TableState(
                     table.layer,
                     table.name,
                     _latest(completions[table.name]),
-                    oldest_waiting=oldest,
-                    waiting=waiting,
                     storage=listed(table.path(settings)),
+                    **lag,
                 )
             )
     for table in derived_tables():
