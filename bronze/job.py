@@ -37,6 +37,7 @@ from bronze.tables import BRONZE_TABLES, DEBEZIUM, BronzeTable
 from ingestion import database, topics
 from lakehouse import catalog, hudi, layout
 from lakehouse.settings import Settings
+from lakehouse.timeline import OLDEST_CHANGE_KEY, instant
 
 # How long a continuously streamed table whose batch was refused waits before trying again.
 REFUSED_RETRY_SECONDS = 60
@@ -97,10 +98,13 @@ class Landing:
         # its input more than once.
         classified = classify(raw, table, Plausible.of(self.settings, latest_lsn)).persist()
         try:
-            messages, bad_count, field_lists = classified.agg(
+            # A change was made when Postgres committed it; an event, when it reached Kafka.
+            made = F.coalesce("_source_ts", "_kafka_ts") if cdc else F.col("_kafka_ts")
+            messages, bad_count, field_lists, oldest = classified.agg(
                 F.count("*"),
                 F.count_if(F.col("error").isNotNull()),
                 F.collect_set(F.when(F.col("error").isNull(), F.col(IMAGE_FIELDS))) if cdc else F.array(),
+                F.min(made),
             ).first()
             if messages == 0:
                 return 0, 0, 0
@@ -115,7 +119,7 @@ class Landing:
             row_count = messages - bad_count
             rows, quarantined = split(classified, table)
             if row_count:
-                hudi.write(rows, table, self.settings, "upsert")
+                hudi.write(rows, table, self.settings, "upsert", {OLDEST_CHANGE_KEY: instant(oldest)})
             if bad_count:
                 hudi.write(quarantined, table.quarantine, self.settings, "upsert")
             return messages, row_count, bad_count

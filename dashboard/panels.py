@@ -230,7 +230,10 @@ FRESHNESS_COLUMNS = [
     "table",
     "last commit (UTC)",
     "seconds since commit",
+    "lag behind input (s)",
     "lag behind source (s)",
+    "target (s)",
+    "over target by (s)",
     "messages waiting",
     "partitions",
     "data files",
@@ -239,18 +242,25 @@ FRESHNESS_COLUMNS = [
 ]
 
 
-def freshness(states: list[TableState], now: datetime) -> pd.DataFrame:
-    """Per table: its last commit, how long ago, and its lag behind its source: how long
-    the oldest change it has not taken yet has waited (0 when it has taken all); and its
-    data files (every version the cleaner keeps), where many small ones would show."""
+def freshness(states: list[TableState], now: datetime, targets: Mapping[str, float]) -> pd.DataFrame:
+    """Per table: its last commit, how long ago, its lag behind its input (how long the
+    oldest change it has not taken yet has waited there) and behind the source (the age of
+    the oldest source change it does not reflect), against its freshness target (seconds,
+    by table name); and its data files (every version the cleaner keeps), where many small
+    ones would show."""
     rows = [
         {
             "layer": s.layer,
             "table": s.name,
             "last commit (UTC)": s.last_commit,
             "seconds since commit": _seconds(now, s.last_commit),
-            "lag behind source (s)": (
-                _seconds(now, s.oldest_waiting) if s.oldest_waiting else 0.0 if s.lag_known else None
+            "lag behind input (s)": _round(s.lag(now)),
+            "lag behind source (s)": _round(s.source_lag(now)),
+            "target (s)": targets.get(s.name),
+            "over target by (s)": (
+                _round(max(0.0, s.source_lag(now) - targets[s.name]))
+                if s.name in targets and s.source_lag(now) is not None
+                else None
             ),
             "messages waiting": s.waiting,
             **(
@@ -267,6 +277,10 @@ def freshness(states: list[TableState], now: datetime) -> pd.DataFrame:
         for s in states
     ]
     return pd.DataFrame(rows, columns=FRESHNESS_COLUMNS)
+
+
+def _round(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 1)
 
 
 def _seconds(now: datetime, then: datetime | None) -> float | None:

@@ -256,12 +256,7 @@ def _derived_section(table, derived, settings) -> list[str]:
         ("partitioning", _partitioning(table)),
         ("layout", f"{table.layout.describe()}; bucket index"),
         ("transform", f"`{path}`"),
-        (
-            "fresh within",
-            f"{table.fresh_within} (runs again between the other tables of a continuous pass)"
-            if table.fresh_within
-            else "—",
-        ),
+        ("fresh within", f"{table.fresh_within} behind the source (its freshness target)"),
         ("quarantine", f"`{table.quarantine.qualified_name}`"),
         ("read by", ", ".join(f"[`{r.name}`](#{r.name})" for r in _readers(table, derived)) or "—"),
     ]
@@ -316,7 +311,7 @@ def _derived_section(table, derived, settings) -> list[str]:
 def tables_page(settings) -> str:
     from bronze.tables import BRONZE_TABLES
     from lakehouse.tables import LAYERS, DerivedTable
-    from medallion.tables import continuous_pass, declared_tables, derived_tables
+    from medallion.tables import declared_tables, derived_tables
 
     bronze, derived = list(BRONZE_TABLES), derived_tables()
     lines = [
@@ -336,11 +331,9 @@ def tables_page(settings) -> str:
         "Run order of a pass (`lakehouse run`, a scheduled run), each table after the tables it "
         "reads and depth first: " + ", ".join(f"`{t.name}`" for t in derived) + ".",
         "",
-        "A pass of the continuous pipeline (`lakehouse run --continuous`) that is on time for "
-        "`CONTINUOUS_PASS_SECONDS`, where tables declaring `fresh within` run again before "
-        "each of the others (a pass running late skips some of those runs): "
-        + ", ".join(f"`{t.name}`" for t in continuous_pass())
-        + ".",
+        "The continuous pipeline (`lakehouse run --continuous`) runs no fixed pass: it runs "
+        "next the table most overdue against its freshness target (`fresh within`), after "
+        "the tables it reads ([Architecture](../architecture.md#continuous))."
         "",
         "| table | layer | grain |",
         "|---|---|---|",

@@ -28,9 +28,9 @@ DAILY_SALES = DerivedTable(
     # before-image names the group it leaves, its after-image the one it joins.
     inputs=(Input(UNIFIED_CUSTOMER_ORDERS, "orders", prune=("order_date", "order_date")),),
     transform="daily_sales",
-    # The sales numbers people watch during the day: a sale should show here within a
-    # minute of its commit in Postgres while `make up` runs.
-    fresh_within=timedelta(minutes=1),
+    # The sales numbers people watch during the day, the tightest target: a sale shows
+    # here within half a minute of its commit in Postgres while `make up` runs.
+    fresh_within=timedelta(seconds=30),
     expectations=(
         expect.between("total_sales_amount", 0, name="total_sales_amount >= 0"),
         expect.between("units_sold", 1, name="units_sold > 0"),
@@ -49,6 +49,7 @@ CUSTOMER_SEGMENTS = DerivedTable(
     partitioning=Partitioning("segment", by="none"),
     inputs=(Input(CUSTOMER_PROFILES, "profiles"),),
     transform="customer_segments",
+    fresh_within=timedelta(minutes=10),
     expectations=(
         # The transform's CASE names every segment; anything else is a bug in it.
         expect.in_set(
@@ -92,6 +93,8 @@ CUSTOMER_SEGMENTATION_FEATURES = DerivedTable(
         ),
     ),
     transform="customer_segmentation_features",
+    # Models train on it daily: minutes behind cost nothing.
+    fresh_within=timedelta(minutes=15),
     # A score or recency out of range, or an age band the CASE does not name, is a bug in the
     # transform, not a bad row.
     expectations=tuple(
@@ -135,6 +138,7 @@ PRODUCT_RECOMMENDATION_USER_ITEM = DerivedTable(
         ),
     ),
     transform="product_recommendation_user_item",
+    fresh_within=timedelta(minutes=15),
     expectations=(expect.between("implicit_rating", 0, name="implicit_rating >= 0"),),
 )
 
@@ -173,6 +177,7 @@ DEMAND_FORECASTING_TS = DerivedTable(
         ),
     ),
     transform="demand_forecasting_ts",
+    fresh_within=timedelta(minutes=15),
     expectations=(
         expect.between("units_sold", 0, name="units_sold >= 0"),
         expect.between("stock_on_hand", 0, name="stock_on_hand >= 0", nullable=True),

@@ -44,6 +44,12 @@ class PathCosts:
     full: Measured | None = None
     last: str | None = None  # the path the newest run took
 
+    @property
+    def expected_seconds(self) -> float:
+        """What the next run is expected to take: what the newest one did (0 before any)."""
+        newest = self.incremental if self.last == INCREMENTAL else self.full
+        return newest.seconds if newest else 0.0
+
     def estimate(self, changes: int) -> float | None:
         """Seconds an incremental run over `changes` changes would take, if one was measured."""
         if self.incremental is None:

@@ -81,20 +81,23 @@ def affected_rows(spark: SparkSession, table: DerivedTable, source: Input, chang
 
 
 def write(
-    frame: DataFrame, table: DerivedTable, settings: Settings, operation: str, consumed: dict[str, str]
+    frame: DataFrame,
+    table: DerivedTable,
+    settings: Settings,
+    operation: str,
+    consumed: dict[str, str],
+    oldest_change: str | None,
 ) -> None:
-    """One Hudi commit of a derived table, with the checkpoint that moves with it and the
-    fingerprint of the transform that computed it (commit metadata)."""
-    hudi.write(
-        frame,
-        table,
-        settings,
-        operation,
-        {
-            timeline.CONSUMED_KEY: json.dumps(consumed, sort_keys=True),
-            timeline.TRANSFORM_KEY: table.fingerprint,
-        },
-    )
+    """One Hudi commit of a derived table, with the checkpoint that moves with it, the
+    fingerprint of the transform that computed it and the oldest source change it brings
+    (commit metadata)."""
+    metadata = {
+        timeline.CONSUMED_KEY: json.dumps(consumed, sort_keys=True),
+        timeline.TRANSFORM_KEY: table.fingerprint,
+    }
+    if oldest_change:
+        metadata[timeline.OLDEST_CHANGE_KEY] = oldest_change
+    hudi.write(frame, table, settings, operation, metadata)
 
 
 def _transform_change(table: DerivedTable, written: timeline.Timeline) -> str | None:
@@ -196,14 +199,28 @@ class Runner:
             if self.by_cost:
                 waiting = sum(sum(recorded.values()) for _, recorded in pending)
                 reason = costs.read(self.settings, table.name).rebuild_reason(waiting)
+        oldest = self._oldest_change(table, consumed or {}, ends)
         snapshots = self._snapshots(table)
         transform = self._transform(table, snapshots)
         if not reason:
             try:
-                return self._increment(table, snapshots, transform, pending, consumed, ends, began)
+                return self._increment(table, snapshots, transform, pending, consumed, ends, oldest, began)
             except UnreadableChanges as error:
                 reason = str(error)
-        return self._rebuild(table, transform, ends, began, reason)
+        return self._rebuild(table, transform, ends, oldest, began, reason)
+
+    def _oldest_change(
+        self, table: DerivedTable, consumed: dict[str, str], ends: dict[str, str]
+    ) -> str | None:
+        """The oldest source change in the inputs' commits this run brings (those since the
+        checkpoint, whichever path it takes): the commit records it, for lag from the source."""
+        found = (
+            timeline.oldest_change(
+                self.spark, i.table.path(self.settings), consumed.get(i.table.name, ""), ends[i.table.name]
+            )
+            for i in table.inputs
+        )
+        return min(filter(None, found), default=None)
 
     def _recorded(self, source: Input, consumed: dict[str, str], ends: dict[str, str]) -> dict[str, int]:
         name = source.table.name
@@ -394,7 +411,13 @@ class Runner:
         )
 
     def _rebuild(
-        self, table: DerivedTable, transform: DataFrame, ends: dict[str, str], began: float, reason: str
+        self,
+        table: DerivedTable,
+        transform: DataFrame,
+        ends: dict[str, str],
+        oldest: str | None,
+        began: float,
+        reason: str,
     ) -> RunReport:
         keys = list(table.record_key)
         result = transform.persist()
@@ -408,6 +431,7 @@ class Runner:
                 self.settings,
                 "insert_overwrite_table",
                 ends,
+                oldest,
             )
             reconciliation = self._reconcile(table, result.select(keys), result.select(keys), {})
             return self._report(
@@ -424,6 +448,7 @@ class Runner:
         pending: list[tuple[Input, dict[str, int]]],
         consumed: dict[str, str],
         ends: dict[str, str],
+        oldest: str | None,
         began: float,
     ) -> RunReport:
         cached: list[DataFrame] = []
@@ -435,7 +460,7 @@ class Runner:
         try:
             changes_read, affected, misses = self._read_changes(table, pending, consumed, ends, cache)
             report = self._upsert_affected(
-                table, snapshots, transform, affected, ends, cache, began, changes_read
+                table, snapshots, transform, affected, ends, oldest, cache, began, changes_read
             )
             notes = [*filter(None, [report.note]), *misses]
             return dataclasses.replace(report, note="; ".join(notes) or None) if misses else report
@@ -539,6 +564,7 @@ class Runner:
         transform: DataFrame,
         affected: DataFrame,
         ends: dict[str, str],
+        oldest: str | None,
         cache,
         began: float,
         changes_read: int,
@@ -576,7 +602,7 @@ class Runner:
         self._keep_out(table, recomputed, verdict, rows_in, ends)
         # Written even when empty: the commit moves the checkpoint past changes that turned
         # out not to affect this table.
-        write(batch, table, self.settings, "upsert", ends)
+        write(batch, table, self.settings, "upsert", ends, oldest)
         reconciliation = self._reconcile(table, rows_in, recomputed.select(keys), scope)
         return self._report(
             table,

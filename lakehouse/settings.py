@@ -339,12 +339,6 @@ class Settings:
     scheduler_retry_delay_seconds: int = setting(
         "SCHEDULER_RETRY_DELAY_SECONDS", 30, POSITIVE, "How long the scheduler waits before each such retry."
     )
-    scheduled_freshness_minutes: int = setting(
-        "SCHEDULED_FRESHNESS_MINUTES",
-        120,
-        POSITIVE,
-        "How old a Gold table without a declared `fresh_within` may get in the scheduled mode.",
-    )
     quality_in_memory_rows: int = setting(
         "QUALITY_IN_MEMORY_ROWS",
         100_000,
@@ -382,13 +376,6 @@ class Settings:
         10,
         POSITIVE,
         "How often streaming Bronze commits what Kafka brought: shorter is fresher, more commits.",
-    )
-    continuous_pass_seconds: int = setting(
-        "CONTINUOUS_PASS_SECONDS",
-        90,
-        POSITIVE,
-        "How long a continuous pass may take (bounds how far a table trails its inputs); "
-        "the chain to `fresh_within` tables runs between the others as often as fits.",
     )
     bronze_max_offsets_per_batch: int = setting(
         "BRONZE_MAX_OFFSETS_PER_BATCH",

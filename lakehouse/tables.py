@@ -185,15 +185,15 @@ class DerivedTable(Table):
     `expectations` are the quality rules (lakehouse/rules.py) every batch must meet before
     it is promoted into the table; the key's rules are added to them.
 
-    `fresh_within` is how far behind its sources the continuous pipeline keeps the table: it
-    and the derived tables it reads run again between the other tables of a pass, so a
-    change waits for a few other tables' runs, not for the whole pass (medallion/tables.py,
-    `continuous_pass`)."""
+    `fresh_within` is the table's freshness target: how far behind the source it may fall,
+    measured from the oldest source change it does not reflect yet. The continuous pipeline
+    runs next the table most overdue against its target (medallion/freshness.py); the
+    scheduled mode checks it after every materialization."""
 
     inputs: tuple[Input, ...]
     transform: str
+    fresh_within: timedelta
     expectations: tuple[Rule, ...] = ()
-    fresh_within: timedelta | None = None
     table_type: str = "COPY_ON_WRITE"
     merge_mode: str = "COMMIT_TIME_ORDERING"
 
@@ -201,6 +201,8 @@ class DerivedTable(Table):
         super().__post_init__()
         if not self.inputs:
             raise ValueError(f"table {self.name}: a derived table needs at least one input")
+        if self.fresh_within <= timedelta(0):
+            raise ValueError(f"table {self.name}: fresh_within must be a positive timedelta")
         aliases = [i.alias for i in self.inputs]
         if len(set(aliases)) != len(aliases):
             raise ValueError(f"table {self.name}: input aliases {aliases} must be distinct")

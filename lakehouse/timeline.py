@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 
 from pyspark.sql import SparkSession
 
@@ -18,6 +19,21 @@ from pyspark.sql import SparkSession
 CONSUMED_KEY = "_retailmax.consumed"
 # Beside it, a fingerprint of the transform that wrote the commit (DerivedTable.fingerprint).
 TRANSFORM_KEY = "_retailmax.transform"
+# And, on every commit that changes rows, when the oldest source change it brings was made
+# (a Postgres commit or an event's arrival in Kafka), as an instant: what a table's lag
+# behind the source is measured from (monitoring/state.py).
+OLDEST_CHANGE_KEY = "_retailmax.oldest_change"
+INSTANT_FORMAT = "%Y%m%d%H%M%S%f"
+
+
+def instant(at: datetime) -> str:
+    """`at` (naive UTC) as Hudi names instants: milliseconds, no separators."""
+    return at.strftime(INSTANT_FORMAT)[:-3]
+
+
+def instant_time(name: str) -> datetime:
+    # Hudi's instants carry milliseconds; %f reads the three digits as a fraction.
+    return datetime.strptime(name, INSTANT_FORMAT)
 
 
 @dataclass(frozen=True)
@@ -122,24 +138,41 @@ def newest_metadata(spark: SparkSession, path: str, key: str) -> str | None:
 TABLE_SERVICES = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
 
 
-def changes_committed(spark: SparkSession, path: str, start: str, end: str) -> dict[str, int]:
-    """Per commit completed in (start, end], named by its requested time (the `ts_ms` of its
-    rows in the change log), the rows its write statistics record as inserted, updated or
-    deleted. Table services (compaction, clustering) rewrite files without changing a row
-    and are left out."""
+def _changing_commits(spark: SparkSession, path: str, start: str, end: str):
+    """(instant, metadata) of each commit completed in (start, end] that changed rows: table
+    services (compaction, clustering) rewrite files without changing a row and are left out."""
     completed = active_timeline(spark, path).getCommitsTimeline().filterCompletedInstants()
-    recorded = {}
-    for instant in completed.getInstants().toArray():
-        if not start < instant.getCompletionTime() <= end:
+    for instant_ in completed.getInstants().toArray():
+        if not start < instant_.getCompletionTime() <= end:
             continue
-        metadata = completed.readCommitMetadata(instant)
-        if metadata.getOperationType().name() in TABLE_SERVICES:
-            continue
-        recorded[instant.requestedTime()] = sum(
+        metadata = completed.readCommitMetadata(instant_)
+        if metadata.getOperationType().name() not in TABLE_SERVICES:
+            yield instant_, metadata
+
+
+def changes_committed(spark: SparkSession, path: str, start: str, end: str) -> dict[str, int]:
+    """Per commit completed in (start, end] that changed rows, named by its requested time
+    (the `ts_ms` of its rows in the change log), the rows its write statistics record as
+    inserted, updated or deleted."""
+    return {
+        instant_.requestedTime(): sum(
             stat.getNumInserts() + stat.getNumUpdateWrites() + stat.getNumDeletes()
             for stat in metadata.getWriteStats().toArray()
         )
-    return recorded
+        for instant_, metadata in _changing_commits(spark, path, start, end)
+    }
+
+
+def oldest_change(spark: SparkSession, path: str, start: str, end: str) -> str | None:
+    """The oldest source change (an instant) among the commits completed in (start, end];
+    a commit written before tables recorded it counts from its requested time."""
+    return min(
+        (
+            metadata.getMetadata(OLDEST_CHANGE_KEY) or instant_.requestedTime()
+            for instant_, metadata in _changing_commits(spark, path, start, end)
+        ),
+        default=None,
+    )
 
 
 def _earliest_retained(active) -> str | None:

@@ -1,11 +1,8 @@
 """Every table of the lakehouse, from the layers' declarations (bronze/, silver/, gold/
-tables.py): the order derived tables run in, a continuous pass, the tables a command names,
+tables.py): the order derived tables run in, the tables a command names,
 and a Spark session whose catalog holds them all (lakehouse/catalog.py registers them)."""
 
 from __future__ import annotations
-
-import math
-from collections.abc import Callable, Iterator
 
 from pyspark.sql import SparkSession
 
@@ -37,35 +34,6 @@ def derived_tables() -> list[DerivedTable]:
         ordered.append(following[0])
         pending.remove(following[0])
     return ordered
-
-
-def continuous_pass(
-    elapsed: Callable[[], float] = lambda: 0.0,
-    budget: float = math.inf,
-    tables: list[DerivedTable] | None = None,
-) -> Iterator[DerivedTable]:
-    """One pass of the continuous pipeline over `tables` (all, in `derived_tables` order):
-    every table once, and the tables with a freshness target, with the derived tables they
-    read (the chain), again before other tables, so an urgent change waits for a few other
-    tables' runs instead of a whole pass.
-
-    The chain runs first, and again before the n-th of the N other tables only while the
-    pass is on time to end within `budget` seconds: when no more than n/N of it has gone
-    (`elapsed`, asked as each table comes up). A table outside the chain waits for one pass
-    at most, so the budget bounds how far it trails its inputs: when the chain is cheap it
-    runs before every other table; when it is dear, as often as the others can afford."""
-    tables = derived_tables() if tables is None else tables
-    urgent = {t.name for t in tables if t.fresh_within}
-    for table in reversed(tables):  # readers come after their inputs
-        if table.name in urgent:
-            urgent |= {i.table.name for i in table.inputs if isinstance(i.table, DerivedTable)}
-    chain = [t for t in tables if t.name in urgent]
-    others = [t for t in tables if t.name not in urgent]
-    yield from chain
-    for n, other in enumerate(others):
-        if n and elapsed() <= budget * n / len(others):
-            yield from chain
-        yield other
 
 
 def declared_tables() -> list[Table]:

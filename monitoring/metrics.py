@@ -134,6 +134,23 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
         "When the table's newest commit completed (Unix time).",
         table_labels,
     )
+    source_lag = gauge(
+        "table_source_lag_seconds",
+        "How long ago the oldest source change the table does not reflect yet was made "
+        "(a Postgres commit, an event's arrival in Kafka), whichever table between holds it.",
+        table_labels,
+    )
+    target = gauge(
+        "table_freshness_target_seconds",
+        "The table's declared freshness target (`fresh_within`): how far behind the source it may be.",
+        table_labels,
+    )
+    over_target = gauge(
+        "table_over_freshness_target_seconds",
+        "How far the table's lag behind the source is past its freshness target; 0 within it.",
+        table_labels,
+    )
+    targets = {t.name: t.fresh_within.total_seconds() for t in derived_tables()}
     kafka_lag = gauge(
         "kafka_consumer_lag_messages",
         "Messages in the topic past the Bronze stream's checkpoint.",
@@ -141,10 +158,14 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
     )
     topics = {t.name: t.topic for t in BRONZE_TABLES}
     for s in state.tables:
-        if s.oldest_waiting is not None:
-            lag.add_metric([s.layer, s.name], max((state.read_at - s.oldest_waiting).total_seconds(), 0.0))
-        elif s.lag_known:
-            lag.add_metric([s.layer, s.name], 0.0)
+        if (behind_input := s.lag(state.read_at)) is not None:
+            lag.add_metric([s.layer, s.name], behind_input)
+        if (behind := s.source_lag(state.read_at)) is not None:
+            source_lag.add_metric([s.layer, s.name], behind)
+            if s.name in targets:
+                over_target.add_metric([s.layer, s.name], max(0.0, behind - targets[s.name]))
+        if s.name in targets:
+            target.add_metric([s.layer, s.name], targets[s.name])
         if s.last_commit is not None:
             last_commit.add_metric([s.layer, s.name], s.last_commit.replace(tzinfo=UTC).timestamp())
         if s.waiting is not None:

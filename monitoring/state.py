@@ -34,13 +34,11 @@ from lakehouse.files import Storage, listed
 from lakehouse.network import port_open
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Table, quality_results_table
-from lakehouse.timeline import CONSUMED_KEY
+from lakehouse.timeline import CONSUMED_KEY, OLDEST_CHANGE_KEY, instant_time
 from medallion.tables import derived_tables
 from serving import fastpath
 from serving.history import completed_instants, history
 
-# Instant times of Hudi 1.x, in the writers' time zone, which lakehouse/spark.py sets to UTC.
-INSTANT_FORMAT = "%Y%m%d%H%M%S%f"
 WRITE_ACTIONS = ("commit", "deltacommit", "replacecommit")
 
 
@@ -68,6 +66,24 @@ class TableState:
     waiting: int | None = None  # Bronze: messages in Kafka past its checkpoint
     lag_known: bool = True  # false when the input could not be asked (Kafka down)
     storage: Storage | None = None  # its data files, when storage could be listed
+    # When the oldest source change this table does not reflect yet was made (a Postgres
+    # commit, an event's arrival in Kafka), whichever table between holds it; None when it
+    # reflects every change Kafka has. The lag per hop (`oldest_waiting`) cannot show a
+    # table as current while its input trails.
+    oldest_unreflected: datetime | None = None
+    source_known: bool = True  # false when a Bronze table it depends on could not be asked
+
+    def lag(self, now: datetime) -> float | None:
+        """Seconds behind its input; None when unknown."""
+        return _age(now, self.oldest_waiting) if self.lag_known else None
+
+    def source_lag(self, now: datetime) -> float | None:
+        """Seconds behind the source; None when unknown."""
+        return _age(now, self.oldest_unreflected) if self.source_known else None
+
+
+def _age(now: datetime, since: datetime | None) -> float:
+    return max((now - since).total_seconds(), 0.0) if since else 0.0
 
 
 def quality_results(settings: Settings, limit: int = 500) -> pd.DataFrame:
@@ -136,26 +152,25 @@ def bronze_commits(settings: Settings) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["table", "completed", "rows_written"])
 
 
-def table_states(settings: Settings) -> list[TableState]:
+def table_states(settings: Settings, storage: bool = True) -> list[TableState]:
     """Every declared Bronze, Silver and Gold table, in pipeline order, with its last commit,
-    the oldest change waiting for it and its data files."""
+    the oldest change waiting for it, the oldest source change it does not reflect and
+    (with `storage`) its data files."""
     completions = {table.name: _completions(settings, table) for table in [*BRONZE_TABLES, *derived_tables()]}
-    states = []
+    states: dict[str, TableState] = {}
     with _kafka_positions(settings) as positions:
         for table in BRONZE_TABLES:
             if positions is None:  # the broker is down: how far behind is unknown
-                lag = {"lag_known": False}
+                lag = {"lag_known": False, "source_known": False}
             else:
                 oldest, waiting = positions(table.topic, _checkpoint_offsets(settings, table))
-                lag = {"oldest_waiting": oldest, "waiting": waiting}
-            states.append(
-                TableState(
-                    table.layer,
-                    table.name,
-                    _latest(completions[table.name]),
-                    storage=listed(table.path(settings)),
-                    **lag,
-                )
+                lag = {"oldest_waiting": oldest, "waiting": waiting, "oldest_unreflected": oldest}
+            states[table.name] = TableState(
+                table.layer,
+                table.name,
+                _latest(completions[table.name]),
+                storage=listed(table.path(settings)) if storage else None,
+                **lag,
             )
     for table in derived_tables():
         consumed = _consumed(settings, table) or {}
@@ -165,16 +180,50 @@ def table_states(settings: Settings) -> list[TableState]:
             for completed in completions[i.table.name]
             if completed > consumed.get(i.table.name, "")
         ]
-        states.append(
-            TableState(
-                table.layer,
-                table.name,
-                _latest(completions[table.name]),
-                oldest_waiting=instant_time(min(waiting)) if waiting else None,
-                storage=listed(table.path(settings)),
-            )
+        # What it lacks: the changes of its inputs' commits since its run, and whatever
+        # each input lacks itself.
+        unreflected = [
+            *(states[i.table.name].oldest_unreflected for i in table.inputs),
+            *(_oldest_change(settings, i.table, consumed.get(i.table.name, "")) for i in table.inputs),
+        ]
+        states[table.name] = TableState(
+            table.layer,
+            table.name,
+            _latest(completions[table.name]),
+            oldest_waiting=instant_time(min(waiting)) if waiting else None,
+            source_known=all(states[i.table.name].source_known for i in table.inputs),
+            storage=listed(table.path(settings)) if storage else None,
+            oldest_unreflected=min(filter(None, unreflected), default=None),
         )
-    return states
+    return list(states.values())
+
+
+def _oldest_change(settings: Settings, table: Table, after: str) -> datetime | None:
+    """The oldest source change among the table's commits completed after `after` (the
+    `oldest_change` each commit records, or its requested time for a commit written before
+    tables recorded it); compactions and clustering change no row and are left out."""
+    path = table.path(settings)
+    completed_at = completed_instants(path)
+    if not any(done > after for done in completed_at.values()):
+        return None
+    timeline = HudiTable(path).get_timeline()
+    changes = []
+    for instant in (
+        timeline.get_completed_commits()
+        + timeline.get_completed_deltacommits()
+        + timeline.get_completed_replacecommits()
+    ):
+        if completed_at.get((instant.timestamp, instant.action), "") <= after:
+            continue
+        metadata = json.loads(timeline.get_instant_metadata_in_json(instant))
+        if metadata.get("compacted") or metadata.get("operationType") in (
+            "COMPACT",
+            "LOG_COMPACT",
+            "CLUSTER",
+        ):
+            continue
+        changes.append((metadata.get("extraMetadata") or {}).get(OLDEST_CHANGE_KEY) or instant.timestamp)
+    return instant_time(min(changes)) if changes else None
 
 
 @contextmanager
@@ -248,11 +297,6 @@ def _completions(settings: Settings, table: Table) -> list[str]:
 
 def _latest(completions: list[str]) -> datetime | None:
     return instant_time(completions[-1]) if completions else None
-
-
-def instant_time(instant: str) -> datetime:
-    # Hudi's instants carry milliseconds; %f reads the three digits as a fraction.
-    return datetime.strptime(instant, INSTANT_FORMAT)
 
 
 def _consumed(settings: Settings, table: DerivedTable) -> dict[str, str] | None:

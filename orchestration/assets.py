@@ -6,13 +6,13 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import dagster as dg
-from hudi import HudiTable
 
 from bronze.tables import BRONZE_TABLES, BronzeTable
 from lakehouse.rules import FAIL, Rule
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Table
 from medallion.tables import derived_tables
+from monitoring.state import table_states
 from orchestration.policy import failure, retry_policy
 from orchestration.table_jobs import TableJobFailed, latest_results, run_table
 
@@ -168,48 +168,32 @@ def _check_results(table: DerivedTable, settings: Settings) -> list[dg.AssetChec
     return results
 
 
-def freshness_target(table: DerivedTable, settings: Settings) -> timedelta:
-    """The table's declared `fresh_within`, or the scheduled mode's default."""
-    return table.fresh_within or timedelta(minutes=settings.scheduled_freshness_minutes)
-
-
-def freshness(last_commit: datetime | None, now: datetime, target: timedelta) -> tuple[bool, str]:
-    """Whether a table whose newest commit is `last_commit` meets its target at `now`."""
-    if last_commit is None:
-        return False, "no commit yet"
-    age = now - last_commit
-    verdict = "within" if age <= target else "older than"
-    return age <= target, (
-        f"last commit {last_commit:%Y-%m-%d %H:%M:%S} UTC, "
-        f"{age.total_seconds():,.0f} s ago: {verdict} its target of "
-        f"{target.total_seconds():,.0f} s"
-    )
+def freshness(behind: float | None, target: timedelta) -> tuple[bool, str]:
+    """Whether a table `behind` seconds behind the source (None: unknown) meets its target."""
+    if behind is None:
+        return False, "how far behind the source is unknown: Kafka does not answer"
+    limit = target.total_seconds()
+    verdict = "within" if behind <= limit else "over"
+    return behind <= limit, f"{behind:,.0f} s behind the source: {verdict} its target of {limit:,.0f} s"
 
 
 def freshness_check(table: DerivedTable, settings: Settings) -> dg.AssetChecksDefinition:
-    target = freshness_target(table, settings)
-
     @dg.asset_check(
         asset=asset_key(table),
         name=FRESHNESS_CHECK,
-        description=f"The newest commit is at most {target} old.",
+        description=f"At most {table.fresh_within} behind the source (`fresh_within`).",
     )
     def check() -> dg.AssetCheckResult:
-        passed, description = freshness(_last_commit(table, settings), _utc_now(), target)
+        state = next(s for s in table_states(settings, storage=False) if s.name == table.name)
+        if state.last_commit is None:
+            passed, description = False, "no commit yet"
+        else:
+            passed, description = freshness(state.source_lag(_utc_now()), table.fresh_within)
         return dg.AssetCheckResult(
             passed=passed, severity=dg.AssetCheckSeverity.WARN, description=description
         )
 
     return check
-
-
-def _last_commit(table: Table, settings: Settings) -> datetime | None:
-    """When the table's newest commit was requested (hudi-rs, any storage it reads)."""
-    try:
-        instant = HudiTable(table.path(settings)).get_timeline().get_latest_commit_timestamp()
-    except Exception:  # noqa: BLE001 - hudi-rs raises its own errors for a missing table
-        return None
-    return datetime.strptime(instant, "%Y%m%d%H%M%S%f") if instant else None
 
 
 def _utc_now() -> datetime:

@@ -14,7 +14,7 @@ from orchestration.maintenance import maintenance_job, maintenance_schedule
 from orchestration.policy import schedule
 
 EVERY_TABLE_JOB = "every_table"
-FRESHNESS_JOB = "gold_freshness"
+FRESHNESS_JOB = "freshness"
 # Often enough that a stale Gold table shows within minutes of passing its target.
 FRESHNESS_CRON = "*/5 * * * *"
 
@@ -25,8 +25,7 @@ def layer_job(layer: str) -> str:
 
 def build(settings: Settings) -> dg.Definitions:
     declared = tables()
-    gold = [t for t in declared if isinstance(t, DerivedTable) and t.layer == "gold"]
-    freshness_checks = [freshness_check(t, settings) for t in gold]
+    freshness_checks = [freshness_check(t, settings) for t in declared if isinstance(t, DerivedTable)]
     # One step at a time: each is a Spark job of its own, and two cores run one well.
     jobs = [
         dg.define_asset_job(
@@ -48,7 +47,7 @@ def build(settings: Settings) -> dg.Definitions:
             FRESHNESS_JOB,
             selection=dg.AssetSelection.checks(*freshness_checks),
             executor_def=dg.in_process_executor,
-            description="Whether every Gold table is within its freshness target.",
+            description="Whether every Silver and Gold table is within its freshness target.",
         ),
         maintenance_job(settings),
     ]

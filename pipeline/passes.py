@@ -15,13 +15,15 @@ from contextlib import ExitStack
 from bronze.job import BronzeJob
 from bronze.tables import BRONZE_TABLES, BronzeTable, bronze_table
 from ingestion import connector
-from lakehouse import locks, quality
-from lakehouse.incremental import InputNotReady, Runner
+from lakehouse import costs, locks, quality
+from lakehouse.incremental import InputNotReady, Runner, utc_now
 from lakehouse.rules import QualityGateFailed
 from lakehouse.settings import ConfigurationError, Settings
 from lakehouse.tables import DerivedTable
+from medallion import freshness
 from medallion.invocation import lakehouse
-from medallion.tables import continuous_pass, derived_tables, session
+from medallion.tables import derived_tables, session
+from monitoring.state import table_states
 
 
 def bronze_tables(names: list[str] | None) -> tuple[BronzeTable, ...]:
@@ -142,10 +144,10 @@ def run(settings: Settings, full_refresh: bool = False) -> None:
 
 
 def run_continuously(settings: Settings, trigger_seconds: int, interval: int) -> None:
-    """Bronze streams in a process of its own while this one brings Silver and Gold up to
-    date in passes, a pass starting every `interval` s (at once when the last took longer);
-    a pass runs the tables with a freshness target between the others while it is on time
-    to end within CONTINUOUS_PASS_SECONDS (medallion.tables.continuous_pass).
+    """Bronze streams in a process of its own while this one keeps Silver and Gold within
+    their freshness targets: it reads where every table stands against the source, runs
+    the one most overdue (after the derived tables it reads), and reads again
+    (medallion/freshness.py). Between changes it waits, at most `interval` s at a time.
 
     Two JVMs rather than one: within one Spark application a Silver or Gold job holds the
     cores until it ends, so the streams' micro-batches (and everything downstream of them)
@@ -161,27 +163,13 @@ def run_continuously(settings: Settings, trigger_seconds: int, interval: int) ->
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         print(
             f"run: Bronze streaming every {trigger_seconds} s (process {bronze_process.pid}), "
-            f"Silver and Gold every {interval} s (Ctrl-C stops)",
+            f"Silver and Gold each within its freshness target (Ctrl-C stops)",
             flush=True,
         )
         try:
-            runner = Runner(session(settings, "silver-gold"), settings)
-            while bronze_process.poll() is None:
-                began = time.monotonic()
-                for table in continuous_pass(
-                    lambda: time.monotonic() - began, settings.continuous_pass_seconds
-                ):
-                    try:
-                        print(runner.run(table).line(), flush=True)
-                    except InputNotReady as waiting:
-                        # Bronze has not landed this input yet: the next pass tries again.
-                        print(_waiting(table, waiting), flush=True)
-                    except QualityGateFailed as blocked:
-                        # Nothing was committed; the table stays blocked, the others go on,
-                        # and each pass retries it until the rows are fixed at the source.
-                        print(f"{table.name:<40} blocked: {blocked}", flush=True)
-                runner.record_results()
-                time.sleep(max(0.0, interval - (time.monotonic() - began)))
+            _keep_fresh(
+                settings, Runner(session(settings, "silver-gold"), settings), interval, bronze_process
+            )
         except KeyboardInterrupt:
             pass
         finally:
@@ -192,3 +180,70 @@ def run_continuously(settings: Settings, trigger_seconds: int, interval: int) ->
             raise RuntimeError(
                 f"the Bronze streams stopped (exit {bronze_process.returncode}); their error is printed above"
             )
+
+
+# Quality results are written to their tables (one commit per layer) at most this often.
+RESULTS_EVERY_SECONDS = 60
+
+
+def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_process: subprocess.Popen) -> None:
+    tables = derived_tables()
+    # A table whose run was refused (no input data yet, a quality gate) waits until one of
+    # its inputs commits again: retried before, it would stay the most overdue forever.
+    held: dict[str, tuple] = {}
+    results_written = time.monotonic()
+    while bronze_process.poll() is None:
+        states = {s.name: s for s in table_states(settings, storage=False)}
+        held = {name: seen for name, seen in held.items() if _input_commits(states, name) == seen}
+        standings = _standings(tables, states)
+        plan = freshness.next_runs(tables, standings, _expected_seconds(settings), set(held))
+        ran = False
+        for table in plan:
+            if over := standings[table.name].over_target(table):
+                print(
+                    f"{table.name:<40} {standings[table.name].behind:.0f} s behind the source, "
+                    f"over its {table.fresh_within.total_seconds():.0f} s target by {over:.0f} s",
+                    flush=True,
+                )
+            try:
+                report = runner.run(table)
+                print(report.line(), flush=True)
+                ran = ran or report.mode != "idle"
+            except InputNotReady as waiting:
+                # Bronze has not landed this input yet.
+                print(_waiting(table, waiting), flush=True)
+                held[table.name] = _input_commits(states, table.name)
+                break
+            except QualityGateFailed as blocked:
+                # Nothing was committed; the table stays blocked, the others go on, and it
+                # is tried again once an input brings new commits (the rows fixed at the source).
+                print(f"{table.name:<40} blocked: {blocked}", flush=True)
+                held[table.name] = _input_commits(states, table.name)
+                break
+        if not plan or time.monotonic() - results_written >= RESULTS_EVERY_SECONDS:
+            runner.record_results()
+            results_written = time.monotonic()
+        if not ran:
+            wait = freshness.seconds_until_due(tables, standings, _expected_seconds(settings))
+            time.sleep(min(max(wait, 1.0), interval))
+
+
+def _standings(tables: list[DerivedTable], states: dict) -> dict[str, freshness.Standing]:
+    now = utc_now()
+    return {
+        t.name: freshness.Standing(
+            # With Kafka down the source cannot be asked; the lag behind the inputs still can.
+            behind=states[t.name].source_lag(now) if states[t.name].source_known else states[t.name].lag(now),
+            waiting=states[t.name].oldest_waiting is not None,
+        )
+        for t in tables
+    }
+
+
+def _input_commits(states: dict, name: str) -> tuple:
+    table = next(t for t in derived_tables() if t.name == name)
+    return tuple(states[i.table.name].last_commit for i in table.inputs)
+
+
+def _expected_seconds(settings: Settings):
+    return lambda name: costs.read(settings, name).expected_seconds

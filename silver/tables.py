@@ -62,6 +62,8 @@ UNIFIED_CUSTOMER_ORDERS = DerivedTable(
         ),
     ),
     transform="unified_customer_orders",
+    # Daily sales reads it, so it runs before daily sales whenever that one is due.
+    fresh_within=timedelta(minutes=1),
     expectations=(
         expect.exists("customer", "region", waits_for="customers"),
         expect.exists("product", "sku", waits_for="products"),
@@ -90,6 +92,7 @@ CUSTOMER_PROFILES = DerivedTable(
     change_log=True,
     inputs=(Input(CUSTOMER_MASTER, "customers"), Input(UNIFIED_CUSTOMER_ORDERS, "orders")),
     transform="customer_profiles",
+    fresh_within=timedelta(minutes=5),
     expectations=(
         expect.satisfies("email", email_problem, "email is a valid address"),
         expect.between("lifetime_value", 0, name="lifetime_value >= 0"),
@@ -110,6 +113,7 @@ SESSIONIZED_CLICKSTREAMS = DerivedTable(
     change_log=True,
     inputs=(Input(WEB_CLICKSTREAMS, "clicks"),),
     transform="sessionized_clickstreams",
+    fresh_within=timedelta(minutes=5),
     expectations=(
         expect.between("other_events", maximum=0, name="event types are known"),
         expect.not_in_future("session_end_ts"),
@@ -137,6 +141,7 @@ PRODUCT_DAILY_INVENTORY = DerivedTable(
         ),
     ),
     transform="product_daily_inventory",
+    fresh_within=timedelta(minutes=5),
     expectations=(
         expect.between("quantity_on_hand", 0, name="quantity_on_hand >= 0"),
         expect.not_in_future("last_checked_ts"),

@@ -1,4 +1,5 @@
-"""Pipeline view: per table its last commit and its lag behind its source, the quarantine
+"""Pipeline view: per table its last commit, its lag behind its input and behind the source
+against its freshness target, the quarantine
 tables, the quality rules failing now with a sample, Bronze's throughput, the services, and
 links to the other pages of the stack."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import panels, ui
+from medallion.tables import derived_tables
 
 ui.services_strip()
 st.title("Pipeline health")
@@ -17,8 +19,10 @@ def pipeline_panels() -> None:
     now = ui.now()
     st.caption(
         f"As of {now:%Y-%m-%d %H:%M:%S} UTC; refreshes every {ui.refresh_seconds()} s. "
-        "Lag behind source: how long the oldest change a table has not taken yet has "
-        "waited (in Kafka for Bronze, in an input table's commit for Silver and Gold)."
+        "Lag behind input: how long the oldest change a table has not taken yet has waited "
+        "(in Kafka for Bronze, in an input table's commit for Silver and Gold). Lag behind "
+        "source: the age of the oldest change at the source (a Postgres commit, an event) "
+        "the table does not reflect yet, measured against its freshness target."
     )
     states = ui.table_states()
     rows = ui.read(ui.quarantine_rows)
@@ -33,7 +37,7 @@ def pipeline_panels() -> None:
     st.subheader("Tables: Postgres and Kafka → Bronze → Silver → Gold")
     # Tall enough for every table: a scrolled table hides the end of the chain, Gold.
     st.dataframe(
-        panels.freshness(states, now),
+        panels.freshness(states, now, {t.name: t.fresh_within.total_seconds() for t in derived_tables()}),
         hide_index=True,
         width="stretch",
         height=38 + 35 * len(states),

@@ -83,7 +83,7 @@ def test_the_graph_in_process_gives_what_lakehouse_run_gives(scheduled, spark, d
     derived = CHAIN[1:]
     assert set(checks) == (
         {(assets.asset_key(t), assets.check_name(r)) for t in derived for r in t.rules}
-        | {(assets.asset_key(t), assets.FRESHNESS_CHECK) for t in derived if t.layer == "gold"}
+        | {(assets.asset_key(t), assets.FRESHNESS_CHECK) for t in derived}
     )
     assert checks[(assets.asset_key(UNIFIED_CUSTOMER_ORDERS), "channel_is_known")]
 

@@ -226,18 +226,37 @@ def test_freshness_gives_each_table_its_commit_age_and_its_lag_behind_its_source
             datetime(2026, 11, 25, 11, 59, 50),
             oldest_waiting=datetime(2026, 11, 25, 11, 59, 30),
             waiting=12,
+            oldest_unreflected=datetime(2026, 11, 25, 11, 59, 30),
         ),
-        TableState("bronze", "b2", None, lag_known=False),
-        TableState("silver", "s", datetime(2026, 11, 25, 11, 58)),
-        TableState("gold", "g", None, oldest_waiting=datetime(2026, 11, 25, 11, 57)),
+        TableState("bronze", "b2", None, lag_known=False, source_known=False),
+        TableState(
+            "silver", "s", datetime(2026, 11, 25, 11, 58), oldest_unreflected=datetime(2026, 11, 25, 11, 59)
+        ),
+        TableState(
+            "gold",
+            "g",
+            None,
+            oldest_waiting=datetime(2026, 11, 25, 11, 57),
+            oldest_unreflected=datetime(2026, 11, 25, 11, 56),
+        ),
     ]
-    frame = panels.freshness(states, NOW)
+    frame = panels.freshness(states, NOW, {"s": 300.0, "g": 60.0})
     rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
-    assert [(r["table"], r["seconds since commit"], r["lag behind source (s)"]) for r in rows] == [
-        ("b", 10.0, 30.0),
-        ("b2", None, None),
-        ("s", 120.0, 0.0),
-        ("g", None, 180.0),
+    assert [
+        (
+            r["table"],
+            r["seconds since commit"],
+            r["lag behind input (s)"],
+            r["lag behind source (s)"],
+            r["target (s)"],
+            r["over target by (s)"],
+        )
+        for r in rows
+    ] == [
+        ("b", 10.0, 30.0, 30.0, None, None),
+        ("b2", None, None, None, None, None),
+        ("s", 120.0, 0.0, 60.0, 300.0, 0.0),
+        ("g", None, 180.0, 240.0, 60.0, 180.0),
     ]
     assert rows[0]["messages waiting"] == 12
     assert panels.first_pass(states) == {"bronze": (1, 2), "silver": (1, 1), "gold": (0, 1)}
@@ -257,7 +276,7 @@ def test_each_table_shows_its_data_files_their_size_and_its_partitions():
     assert found == Storage(files=3, bytes=6 * 2**20, partitions=2)
     assert storage([("/a_1-0-1_20261125.parquet", 10)]).partitions == 1  # unpartitioned
     frame = panels.freshness(
-        [TableState("bronze", "b", None, storage=found), TableState("silver", "s", None)], NOW
+        [TableState("bronze", "b", None, storage=found), TableState("silver", "s", None)], NOW, {}
     )
     rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
     assert [(r["partitions"], r["data files"], r["MiB"], r["average file KiB"]) for r in rows] == [

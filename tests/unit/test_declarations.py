@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import timedelta
 
 import pytest
 
@@ -12,7 +13,7 @@ from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
 from ingestion.topics import source_topics
 from lakehouse.settings import ConfigurationError
 from lakehouse.tables import LAYOUT_KEY, DerivedTable, Input, Partitioning, hudi_options
-from medallion.tables import continuous_pass, declared_tables, derived_tables
+from medallion.tables import declared_tables, derived_tables
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 
 
@@ -126,40 +127,12 @@ def test_a_pass_takes_a_sale_to_gold_before_it_turns_to_unrelated_tables():
     assert order.index(CUSTOMER_PROFILES.name) + 1 == order.index(CUSTOMER_SEGMENTS.name)
 
 
-CHAIN = [UNIFIED_CUSTOMER_ORDERS.name, DAILY_SALES.name]
-OTHERS = [table.name for table in derived_tables() if table.name not in CHAIN]
-
-
-def _timed_pass(seconds: dict[str, float], budget: float) -> list[str]:
-    """The tables of one pass, each run taking `seconds[name]` on a clock of its own."""
-    clock, ran = [0.0], []
-    for table in continuous_pass(lambda: clock[0], budget):
-        ran.append(table.name)
-        clock[0] += seconds[table.name]
-    return ran
-
-
-def test_a_continuous_pass_runs_the_chain_to_a_table_with_a_freshness_target_between_the_others():
-    names = [table.name for table in continuous_pass()]
-    assert names == [name for other in OTHERS for name in (*CHAIN, other)]
-    # With no target a pass is every table once, in order.
-    untimed = [dataclasses.replace(t, fresh_within=None) for t in derived_tables()]
-    assert list(continuous_pass(tables=untimed)) == untimed
-
-
-def test_a_dear_chain_runs_only_while_the_pass_is_on_time_for_its_budget():
-    seconds = {UNIFIED_CUSTOMER_ORDERS.name: 15.0, DAILY_SALES.name: 5.0} | dict.fromkeys(OTHERS, 5.0)
-    assert len(OTHERS) == 7
-    # Before each of the seven others, the pass takes 7 x 20 + 35 = 175 s.
-    assert _timed_pass(seconds, 175) == [name for other in OTHERS for name in (*CHAIN, other)]
-    # Within 95 s: the chain first (20 s), then again before the n-th other (from 0) only
-    # when at most n/7 of 95 s has gone: before the third (at 35 s, 40.7 allowed) and the
-    # fifth (at 65 s, 67.9 allowed), not before the others (at 60 s, 54.3 allowed, say).
-    names = _timed_pass(seconds, 95)
-    assert names == [*CHAIN, *OTHERS[:3], *CHAIN, *OTHERS[3:5], *CHAIN, *OTHERS[5:]]
-    assert sum(seconds[name] for name in names) == 95
-    # However small the budget, every table runs once and the chain at least once.
-    assert _timed_pass(seconds, 1) == [*CHAIN, *OTHERS]
+def test_every_derived_table_declares_a_freshness_target_and_daily_sales_the_tightest():
+    targets = {t.name: t.fresh_within for t in derived_tables()}
+    assert min(targets.values()) == targets[DAILY_SALES.name]
+    assert sorted(targets.values()).count(targets[DAILY_SALES.name]) == 1
+    with pytest.raises(ValueError, match="fresh_within must be a positive timedelta"):
+        dataclasses.replace(DAILY_SALES, fresh_within=timedelta(0))
 
 
 @pytest.mark.parametrize(
@@ -190,6 +163,7 @@ def test_a_derived_table_reads_inputs_that_keep_a_change_log_through_an_existing
             ordering=("x",),
             inputs=(Input(source, "sales"),),
             transform=transform,
+            fresh_within=timedelta(minutes=1),
         )
 
 

@@ -1,0 +1,109 @@
+"""Which derived table the continuous pipeline runs next: the one most overdue against its
+freshness target (`DerivedTable.fresh_within`), after the derived tables it reads.
+
+A table's standing is how far behind the source it is: the age of the oldest source change
+it does not reflect yet (monitoring/state.py measures it from the tables' commits and
+Kafka). It becomes *due* when the time left before it misses its target is twice what its
+run, with its inputs' runs, last took (lakehouse/costs.py): enough for its own runs and one
+run of another table in front of them. Among the due tables, the one furthest into its
+target (behind / target) runs first. After every run the standings are read again, so an
+urgent table waits for one other table's run at most, never for a pass over all of them.
+
+A table runs only when a run can make it fresher: its inputs, or the derived tables it
+reads, hold changes it has not taken. Between changes nothing runs, so a quiet source costs
+no Spark jobs. These are the conventions of Dagster's freshness policies (a maximum lag per
+asset, materialized when needed to stay within it), which the scheduled mode follows too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lakehouse.tables import DerivedTable
+
+# How many times a table's expected run time it must have left before its target when it
+# becomes due: its own run, plus one run of another table that may be ahead of it.
+HEADROOM_RUNS = 2
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where one derived table stands: seconds behind the source (None when unknown), and
+    whether its inputs hold commits it has not taken yet."""
+
+    behind: float | None
+    waiting: bool
+
+    def over_target(self, table: DerivedTable) -> float:
+        """Seconds past its target; 0 within it."""
+        return max(0.0, (self.behind or 0.0) - table.fresh_within.total_seconds())
+
+
+def next_runs(
+    tables: list[DerivedTable],
+    standings: dict[str, Standing],
+    expected_seconds: Callable[[str], float],
+    held: set[str] = frozenset(),
+) -> list[DerivedTable]:
+    """The runs to make next, in order: the due table most overdue against its target,
+    preceded by the derived tables it reads that have changes waiting (their inputs first).
+    Empty when no table is due. `tables` are in pipeline order (medallion/tables.py);
+    `expected_seconds` is a table's last measured run; `held` tables wait (a quality gate
+    blocked them, or an input has no data yet) and are neither run nor waited for."""
+    by_name = {t.name: t for t in tables}
+
+    def behind_inputs(table: DerivedTable) -> list[DerivedTable]:
+        """The derived tables upstream of `table` whose runs would bring it changes."""
+        found = []
+        for source in table.inputs:
+            upstream = by_name.get(source.table.name)
+            if upstream is None or upstream.name in held:
+                continue
+            further = behind_inputs(upstream)
+            if further or standings[upstream.name].waiting:
+                found += [*further, upstream]
+        return found
+
+    due = []
+    for table in tables:
+        standing = standings[table.name]
+        if table.name in held or standing.behind is None:
+            continue
+        chain = [*behind_inputs(table), table] if standing.waiting or behind_inputs(table) else []
+        if not chain:
+            continue
+        left = table.fresh_within.total_seconds() - standing.behind
+        if left <= HEADROOM_RUNS * sum(expected_seconds(t.name) for t in chain):
+            due.append((standing.behind / table.fresh_within.total_seconds(), chain))
+    if not due:
+        return []
+    _, chain = max(due, key=lambda found: found[0])
+    names = {t.name for t in chain}
+    return [t for t in tables if t.name in names]  # pipeline order, each once
+
+
+def seconds_until_due(
+    tables: list[DerivedTable], standings: dict[str, Standing], expected_seconds: Callable[[str], float]
+) -> float:
+    """How long until some table could become due, were a change to land now: the least
+    time any table has left before its target, less the headroom for it and every derived
+    table upstream of it."""
+    by_name = {t.name: t for t in tables}
+
+    def upstream(table: DerivedTable) -> set[str]:
+        found = {table.name}
+        for source in table.inputs:
+            if source.table.name in by_name:
+                found |= upstream(by_name[source.table.name])
+        return found
+
+    return min(
+        (
+            t.fresh_within.total_seconds()
+            - (standings[t.name].behind or 0.0)
+            - HEADROOM_RUNS * sum(expected_seconds(name) for name in upstream(t))
+            for t in tables
+        ),
+        default=0.0,
+    )

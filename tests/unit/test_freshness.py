@@ -1,0 +1,78 @@
+"""The continuous pipeline's choice of the next run (medallion/freshness.py)."""
+
+from __future__ import annotations
+
+from gold.tables import CUSTOMER_SEGMENTATION_FEATURES, CUSTOMER_SEGMENTS, DAILY_SALES
+from medallion.freshness import Standing, next_runs, seconds_until_due
+from medallion.tables import derived_tables
+from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
+
+TABLES = derived_tables()
+
+
+def standings(**behind: tuple[float, bool]) -> dict[str, Standing]:
+    """Every table current, but those named: (seconds behind the source, changes waiting)."""
+    found = {t.name: Standing(behind=0.0, waiting=False) for t in TABLES}
+    for name, (seconds, waiting) in behind.items():
+        found[name] = Standing(seconds, waiting)
+    return found
+
+
+def names(runs) -> list[str]:
+    return [t.name for t in runs]
+
+
+def ten_seconds(_: str) -> float:
+    return 10.0
+
+
+def test_nothing_runs_while_every_table_has_time_left_or_nothing_to_take():
+    assert next_runs(TABLES, standings(), ten_seconds) == []
+    # Ten minutes behind, but no change waits for it nor for anything it reads.
+    assert next_runs(TABLES, standings(**{CUSTOMER_SEGMENTS.name: (600.0, False)}), ten_seconds) == []
+    # Changes wait, and 5 minutes are left of 10: it becomes due with 2 x 20 s left.
+    calm = standings(**{CUSTOMER_SEGMENTS.name: (300.0, True)})
+    assert next_runs(TABLES, calm, ten_seconds) == []
+
+
+def test_the_most_overdue_table_runs_first_after_the_tables_it_reads():
+    # Daily sales is 25 s behind its 30 s target; the features 20 minutes behind their 15.
+    # By share of target, daily sales is 0.83 in, the features 1.33: the features run first,
+    # after what they read that unified orders' waiting changes would reach.
+    found = standings(
+        **{
+            UNIFIED_CUSTOMER_ORDERS.name: (25.0, True),
+            DAILY_SALES.name: (25.0, False),
+            CUSTOMER_SEGMENTATION_FEATURES.name: (1200.0, True),
+        }
+    )
+    assert names(next_runs(TABLES, found, ten_seconds)) == [
+        UNIFIED_CUSTOMER_ORDERS.name,
+        CUSTOMER_PROFILES.name,
+        CUSTOMER_SEGMENTATION_FEATURES.name,
+    ]
+    # Once the features ran, daily sales comes next, its input first although nothing
+    # waits for daily sales itself yet.
+    found[CUSTOMER_SEGMENTATION_FEATURES.name] = Standing(0.0, False)
+    assert names(next_runs(TABLES, found, ten_seconds)) == [UNIFIED_CUSTOMER_ORDERS.name, DAILY_SALES.name]
+
+
+def test_a_held_table_is_neither_run_nor_waited_for():
+    found = standings(
+        **{
+            CUSTOMER_PROFILES.name: (400.0, True),
+            CUSTOMER_SEGMENTS.name: (900.0, True),
+        }
+    )
+    assert names(next_runs(TABLES, found, ten_seconds)) == [CUSTOMER_PROFILES.name, CUSTOMER_SEGMENTS.name]
+    held = {CUSTOMER_PROFILES.name}
+    assert names(next_runs(TABLES, found, ten_seconds, held)) == [CUSTOMER_SEGMENTS.name]
+    # Unknown standing (Kafka down and no per-hop lag either): nothing to go by.
+    found[CUSTOMER_SEGMENTS.name] = Standing(None, True)
+    assert names(next_runs(TABLES, found, ten_seconds, held)) == []
+
+
+def test_the_loop_sleeps_until_the_tightest_target_could_come_due():
+    # Daily sales: 30 s target, less 2 x (10 s of its own + 10 s of unified orders).
+    assert seconds_until_due(TABLES, standings(), ten_seconds) == -10.0
+    assert seconds_until_due(TABLES, standings(), lambda _: 2.0) == 22.0
