@@ -53,7 +53,6 @@ from ingestion.simulate import SimulationPlan, simulate
 from lakehouse import hudi
 from lakehouse.incremental import Runner
 from lakehouse.settings import Settings
-from medallion.tables import derived_tables
 from medallion.invocation import lakehouse
 from medallion.tables import derived_tables
 from monitoring.state import table_states
