@@ -1,11 +1,14 @@
 """`lakehouse status`: the services, the demo's workers, the pages beside them, the analysts'
-sign-in and what the Bronze streams kept out, one line each."""
+sign-in, each table's lag behind the source against its target and what the Bronze streams
+kept out, one line each."""
 
 from __future__ import annotations
 
 from bronze.tables import BRONZE_TABLES
 from infra import stack, workers
+from lakehouse.incremental import utc_now
 from lakehouse.settings import Settings
+from medallion.tables import derived_tables
 from monitoring import state
 
 
@@ -26,9 +29,32 @@ def show(settings: Settings) -> bool:
             f"user {settings.analyst_user}, password {settings.analyst_password}",
         )
     )
-    for line in stream_quarantine(settings):
+    for line in [*freshness(settings), *stream_quarantine(settings)]:
         print(line)
     return all(s.healthy for s in statuses)
+
+
+def freshness(settings: Settings) -> list[str]:
+    """Each written table's lag behind the source (the age of the oldest source change it
+    does not reflect) and behind its input, against its freshness target."""
+    now = utc_now()
+    targets = {t.name: t.fresh_within.total_seconds() for t in derived_tables()}
+    lines = []
+    for table in state.table_states(settings, storage=False):
+        if table.last_commit is None:
+            continue
+        behind, behind_input = table.source_lag(now), table.lag(now)
+        target = targets.get(table.name)
+        verdict = "late" if target is not None and behind is not None and behind > target else "ok"
+        detail = (
+            "behind the source unknown: Kafka does not answer"
+            if behind is None
+            else (f"{behind:,.0f} s behind the source" + (f" (target {target:,.0f} s)" if target else ""))
+        )
+        if behind_input:
+            detail += f", {behind_input:,.0f} s behind its input"
+        lines.append(stack.row("table", verdict, table.name, detail))
+    return lines
 
 
 def stream_quarantine(settings: Settings) -> list[str]:
