@@ -33,7 +33,7 @@ PARTS = ("run", "scheduler", "commits", "layout", "freshness", "bronze", "derive
 
 
 def bronze_markdown(results: dict) -> str:
-    throughput, latency = results["throughput"], results["latency"]
+    throughput = results["throughput"]
     lines = [
         *header("Bronze ingestion benchmark", results),
         "| bulk change (one transaction) | events | capture s | capture events/s "
@@ -51,7 +51,14 @@ def bronze_markdown(results: dict) -> str:
         f"Sustained Postgres -> Bronze: **{throughput['sustained_events_per_second']:,} "
         f"events/s** (capture {throughput['capture_events_per_second']:,}/s, landing "
         f"{throughput['landing_events_per_second']:,}/s; the slower half bounds it).",
-        "",
+    ]
+    for latency in filter(None, (results.get("latency_at_demo_rate"), results["latency"])):
+        lines += ["", *_latency_lines(latency)]
+    return "\n".join(lines) + "\n"
+
+
+def _latency_lines(latency: dict) -> list[str]:
+    lines = [
         f"Latency, commit in Postgres -> readable in Bronze, continuous mode with a "
         f"{latency['trigger_seconds']} s trigger, {latency['duration_seconds']:.0f} s of "
         f"live workload ({latency['transactions_per_second']} transactions/s, "
@@ -67,7 +74,14 @@ def bronze_markdown(results: dict) -> str:
                 f"| {t['max_seconds']} | {t['median_wait_seconds']} "
                 f"| {t['median_write_seconds']} |"
             )
-    return "\n".join(lines) + "\n"
+    if cpu := latency.get("cpu"):
+        lines += [
+            "",
+            f"The Bronze process meanwhile: **{cpu['cores']} cores** (CPU seconds per wall "
+            f"second, its Python driver and JVM), {cpu['cpu_seconds_per_1000_messages']} CPU "
+            f"seconds per 1,000 of the {cpu['messages']:,} messages.",
+        ]
+    return lines
 
 
 def derived_markdown(results: dict) -> str:
@@ -254,6 +268,14 @@ def main(argv: list[str] | None = None) -> int:
             results = {
                 "machine": machine(),
                 "throughput": bronze.throughput(session, bench, args.changes),
+                "latency_at_demo_rate": bronze.latency(
+                    session,
+                    bench,
+                    args.trigger_seconds,
+                    args.duration,
+                    workers.DEMO_RATE,
+                    workers.DEMO_EVENT_RATE,
+                ),
                 "latency": bronze.latency(
                     session, bench, args.trigger_seconds, args.duration, args.rate, args.event_rate
                 ),

@@ -12,7 +12,10 @@ Latency. The continuous job (`lakehouse bronze --continuous`, the trigger of `ma
 in its own process while the simulator's live workload runs for a while. A change's latency
 is the completion time of the Hudi commit that made it readable minus its commit time in
 Postgres (Debezium's `source.ts_ms`, kept in `_source_ts`), split into the wait until the
-micro-batch that picked it up started (`_ingested_at`) and that batch's write.
+micro-batch that picked it up started (`_ingested_at`) and that batch's write. Meanwhile the
+CPU the Bronze process used (its Python driver and its JVM, user and system time) is read
+before and after: cores used (CPU seconds per wall second) and CPU seconds per 1,000
+messages. It runs at the demo's rate (`make up`'s workload) and at a tenfold one.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import psutil
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -225,6 +229,8 @@ def latency(
             time.sleep(1)
         time.sleep(trigger_seconds + 5)  # its first, empty, micro-batches are done
         since = datetime.now(UTC)
+        cpu_before, wall_before = _cpu_seconds(job.pid), time.monotonic()
+        messages_before = sum(messages_in(settings, t.topic) for t in BRONZE_TABLES)
         report(
             f"latency: {duration:.0f} s of live workload ({transactions_per_second} "
             f"transactions/s, {events_per_second} events/s), trigger {trigger_seconds} s"
@@ -232,8 +238,17 @@ def latency(
         plan = SimulationPlan(transactions_per_second, events_per_second, duration, BENCH_SEED)
         simulate(settings, plan, report=lambda line: None)
         time.sleep(3 * trigger_seconds)  # the last changes' micro-batch commits
+        cpu = _cpu_seconds(job.pid) - cpu_before
+        wall = time.monotonic() - wall_before
+        messages = sum(messages_in(settings, t.topic) for t in BRONZE_TABLES) - messages_before
     finally:
         job.stop(timeout=60)
+    cpu_figures = {
+        "cores": round(cpu / wall, 3),
+        "messages": messages,
+        "cpu_seconds_per_1000_messages": round(1000 * cpu / max(messages, 1), 2),
+    }
+    report(f"  Bronze's process: {cpu_figures}")
     tables = [t for t in BRONZE_TABLES if t.envelope == "debezium"] + [WEB_CLICKSTREAMS]
     samples = {t.name: _samples(spark, settings, t, since) for t in tables}
     per_table = {name: _summary(values) for name, values in samples.items()}
@@ -248,7 +263,16 @@ def latency(
         "events_per_second": events_per_second,
         "all": overall,
         "tables": per_table,
+        "cpu": cpu_figures,
     }
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """User and system CPU seconds the process and its children (the JVM) have used."""
+    if pid is None:
+        raise BenchmarkError("the continuous Bronze job stopped during the benchmark")
+    root = psutil.Process(pid)
+    return sum(p.cpu_times().user + p.cpu_times().system for p in [root, *root.children(recursive=True)])
 
 
 def bench_settings(settings: Settings) -> Settings:

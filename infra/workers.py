@@ -30,6 +30,8 @@ from lakehouse.network import port_open
 from lakehouse.settings import Settings
 from medallion.invocation import MESSAGE_PREFIXES, lakehouse
 
+# The demo's workload: Postgres transactions and Kafka events per second.
+DEMO_RATE, DEMO_EVENT_RATE = 5, 20
 # The supervisor first: `make down` stops the workers in this order, and a supervisor still
 # running would start again a worker that was being stopped.
 WORKERS = {
@@ -39,9 +41,9 @@ WORKERS = {
         "--duration",
         "0",
         "--rate",
-        "5",
+        str(DEMO_RATE),
         "--event-rate",
-        "20",
+        str(DEMO_EVENT_RATE),
         "--bad-rows",
         "0.02",
         "--bad-events",

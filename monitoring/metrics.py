@@ -278,6 +278,9 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
     read.add_metric([], state.seconds)
     return [
         lag,
+        source_lag,
+        target,
+        over_target,
         last_commit,
         kafka_lag,
         data_files,

@@ -38,7 +38,9 @@ def state(commits: list[Commit], waiting: int = 0) -> PipelineState:
                 oldest_waiting=datetime(2026, 11, 25, 11, 58, 30) if waiting else None,
                 waiting=waiting,
             ),
-            TableState("gold", "hudi_daily_sales_gold", None, lag_known=True),
+            TableState(
+                "gold", "hudi_daily_sales_gold", None, oldest_unreflected=datetime(2026, 11, 25, 11, 59, 15)
+            ),
         ],
         commits={"hudi_sales_transactions_bronze": commits},
         quarantine=[("hudi_unified_customer_orders_silver", "held back", 3)],
@@ -97,6 +99,12 @@ def test_counters_add_only_commits_completed_since_the_last_reading_and_skip_com
         == 7
     )
     assert value(samples, "retailmax_table_lag_seconds", **sales) == 90.0
+    # Daily sales has taken all of its input, and is 45 s behind the source, 15 past its target.
+    gold = {"layer": "gold", "table": "hudi_daily_sales_gold"}
+    assert value(samples, "retailmax_table_lag_seconds", **gold) == 0
+    assert value(samples, "retailmax_table_source_lag_seconds", **gold) == 45.0
+    assert value(samples, "retailmax_table_freshness_target_seconds", **gold) == 30
+    assert value(samples, "retailmax_table_over_freshness_target_seconds", **gold) == 15.0
     assert value(samples, "retailmax_last_commit_duration_seconds", **sales) == 300
 
     # The oldest commit was archived meanwhile; a compaction and an upsert completed.
