@@ -3,8 +3,8 @@ supervised as the native services are (pid files in `.lake/run`, logs in `.lake/
 stopped by `make down`), and the pages users open beside the services.
 
 The workers are the supervisor (below), the workload simulator, the pipeline (`lakehouse
-run --continuous`: the Bronze streams in a process of their own, and Silver and Gold passes
-starting every 10 s; their two Spark UIs are on http://localhost:4040 and 4041), the web
+run --continuous`: the Bronze streams in a process of their own, and Silver and Gold each
+kept within its freshness target; their two Spark UIs are on http://localhost:4040 and 4041), the web
 server of the quality gates' Data Docs (http://localhost:8085 by default, QUALITY_DOCS_PORT),
 the dashboard (http://localhost:8501, DASHBOARD_PORT) and the metrics. pipeline/demo.py
 starts them.

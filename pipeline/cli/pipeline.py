@@ -155,8 +155,8 @@ def run(subcommands) -> None:
     run.add_argument(
         "--continuous",
         action="store_true",
-        help="keep going: Bronze streams (in a process of its own), Silver and Gold "
-        "passes start every --interval s",
+        help="keep going: Bronze streams (in a process of its own), and the Silver or Gold "
+        "table most overdue against its freshness target runs next",
     )
     run.add_argument(
         "--trigger-seconds",
@@ -168,8 +168,8 @@ def run(subcommands) -> None:
         "--interval",
         type=POSITIVE_INT,
         default=None,
-        help=f"seconds between the starts of two Silver and Gold passes with --continuous "
-        f"(default: {CONTINUOUS_INTERVAL})",
+        help=f"with --continuous, the longest wait between two readings of the tables' "
+        f"freshness when none is due (default: {CONTINUOUS_INTERVAL})",
     )
     run.set_defaults(handler=_run, refuse=_contradicting_run_flags)
 
