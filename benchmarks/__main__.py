@@ -79,7 +79,10 @@ def _latency_lines(latency: dict) -> list[str]:
             "",
             f"The Bronze process meanwhile: **{cpu['cores']} cores** (CPU seconds per wall "
             f"second, its Python driver and JVM), {cpu['cpu_seconds_per_1000_messages']} CPU "
-            f"seconds per 1,000 of the {cpu['messages']:,} messages.",
+            f"seconds per 1,000 of the {cpu['messages']:,} messages. The JVM's cores by "
+            "kind of thread: "
+            + ", ".join(f"{kind} {cores}" for kind, cores in cpu.get("jvm_threads", {}).items())
+            + ".",
         ]
     return lines
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import statistics
+import subprocess
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -229,7 +230,11 @@ def latency(
             time.sleep(1)
         time.sleep(trigger_seconds + 5)  # its first, empty, micro-batches are done
         since = datetime.now(UTC)
-        cpu_before, wall_before = _cpu_seconds(job.pid), time.monotonic()
+        cpu_before, threads_before, wall_before = (
+            _cpu_seconds(job.pid),
+            _jvm_threads(job.pid),
+            time.monotonic(),
+        )
         messages_before = sum(messages_in(settings, t.topic) for t in BRONZE_TABLES)
         report(
             f"latency: {duration:.0f} s of live workload ({transactions_per_second} "
@@ -239,12 +244,22 @@ def latency(
         simulate(settings, plan, report=lambda line: None)
         time.sleep(3 * trigger_seconds)  # the last changes' micro-batch commits
         cpu = _cpu_seconds(job.pid) - cpu_before
+        threads = _jvm_threads(job.pid)
         wall = time.monotonic() - wall_before
         messages = sum(messages_in(settings, t.topic) for t in BRONZE_TABLES) - messages_before
     finally:
         job.stop(timeout=60)
+    by_kind: dict[str, float] = {}
+    for tid, (kind, seconds) in threads.items():
+        by_kind[kind] = by_kind.get(kind, 0.0) + seconds - threads_before.get(tid, (kind, 0.0))[1]
     cpu_figures = {
         "cores": round(cpu / wall, 3),
+        # Where the JVM's share went, by kind of thread (cores).
+        "jvm_threads": {
+            kind: round(seconds / wall, 3)
+            for kind, seconds in sorted(by_kind.items(), key=lambda item: -item[1])
+            if seconds / wall >= 0.005
+        },
         "messages": messages,
         "cpu_seconds_per_1000_messages": round(1000 * cpu / max(messages, 1), 2),
     }
@@ -265,6 +280,31 @@ def latency(
         "tables": per_table,
         "cpu": cpu_figures,
     }
+
+
+# JVM thread names, without the numbers that tell one thread of a kind from another.
+THREAD_KINDS = (
+    (re.compile(r"C\d CompilerThread"), "JIT compiler"),
+    (re.compile(r"Executor task launch worker"), "Spark tasks"),
+    (re.compile(r"stream execution thread"), "streaming queries (planning, Hudi's driver side)"),
+    (re.compile(r"GC Thread|G1 "), "garbage collector"),
+    (re.compile(r"dag-scheduler"), "Spark's scheduler"),
+)
+
+
+def _jvm_threads(pid: int | None) -> dict[int, tuple[str, float]]:
+    """The Bronze JVM's threads: native id -> (kind of thread, CPU seconds so far)."""
+    if pid is None:
+        raise BenchmarkError("the continuous Bronze job stopped during the benchmark")
+    jvm = next(p for p in psutil.Process(pid).children(recursive=True) if p.name() == "java")
+    dump = subprocess.run(["jcmd", str(jvm.pid), "Thread.print"], capture_output=True, text=True).stdout
+    names = {int(nid, 16): name for name, nid in re.findall(r'^"([^"]+)".*?nid=(0x[0-9a-f]+)', dump, re.M)}
+    kinds = {}
+    for thread in jvm.threads():
+        name = names.get(thread.id, "")
+        kind = next((kind for pattern, kind in THREAD_KINDS if pattern.match(name)), "other")
+        kinds[thread.id] = (kind, thread.user_time + thread.system_time)
+    return kinds
 
 
 def _cpu_seconds(pid: int | None) -> float:
