@@ -34,7 +34,7 @@ from lakehouse.files import Storage, listed
 from lakehouse.network import port_open
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Table, quality_results_table
-from lakehouse.timeline import CONSUMED_KEY, OLDEST_CHANGE_KEY, instant_time
+from lakehouse.timeline import CONSUMED_KEY, OLDEST_CHANGE_KEY, TABLE_SERVICES, instant_time
 from medallion.tables import derived_tables
 from serving import fastpath
 from serving.history import completed_instants, history
@@ -203,27 +203,53 @@ def _oldest_change(settings: Settings, table: Table, after: str) -> datetime | N
     `oldest_change` each commit records, or its requested time for a commit written before
     tables recorded it); compactions and clustering change no row and are left out."""
     path = table.path(settings)
-    completed_at = completed_instants(path)
-    if not any(done > after for done in completed_at.values()):
-        return None
-    timeline = HudiTable(path).get_timeline()
-    changes = []
-    for instant in (
-        timeline.get_completed_commits()
-        + timeline.get_completed_deltacommits()
-        + timeline.get_completed_replacecommits()
-    ):
-        if completed_at.get((instant.timestamp, instant.action), "") <= after:
-            continue
-        metadata = json.loads(timeline.get_instant_metadata_in_json(instant))
-        if metadata.get("compacted") or metadata.get("operationType") in (
-            "COMPACT",
-            "LOG_COMPACT",
-            "CLUSTER",
-        ):
-            continue
-        changes.append((metadata.get("extraMetadata") or {}).get(OLDEST_CHANGE_KEY) or instant.timestamp)
+    later = [key for key, done in _commit_completions(path).items() if done > after]
+    changes = [
+        facts.oldest_change or requested
+        for (requested, _), facts in _commit_facts(path, later).items()
+        if facts.changes_rows
+    ]
     return instant_time(min(changes)) if changes else None
+
+
+@dataclass(frozen=True)
+class _CommitFacts:
+    """What one completed commit's metadata tells the readers here."""
+
+    changes_rows: bool  # false for compaction and clustering
+    consumed: str | None  # a derived run's checkpoint (CONSUMED_KEY)
+    oldest_change: str | None  # OLDEST_CHANGE_KEY
+
+
+# A completed commit's metadata never changes, so each is read once per process: the
+# pipeline's loop, the dashboard and the metrics read the state every few seconds. Per
+# table, only the commits still on its active timeline are kept.
+_FACTS: dict[str, dict[tuple[str, str], _CommitFacts]] = {}
+
+
+def _commit_completions(path: str) -> dict[tuple[str, str], str]:
+    """(requested, action) -> completion time of the table's completed write commits."""
+    return {key: done for key, done in completed_instants(path).items() if key[1] in WRITE_ACTIONS}
+
+
+def _commit_facts(path: str, keys: list[tuple[str, str]]) -> dict[tuple[str, str], _CommitFacts]:
+    known, wanted = _FACTS.get(path, {}), set(keys)
+    if not wanted <= known.keys():
+        timeline = HudiTable(path).get_timeline()
+        for instant in (
+            timeline.get_completed_commits()
+            + timeline.get_completed_deltacommits()
+            + timeline.get_completed_replacecommits()
+        ):
+            key = (instant.timestamp, instant.action)
+            if key in wanted and key not in known:
+                metadata = json.loads(timeline.get_instant_metadata_in_json(instant))
+                extra = metadata.get("extraMetadata") or {}
+                service = metadata.get("compacted") or metadata.get("operationType") in TABLE_SERVICES
+                known[key] = _CommitFacts(not service, extra.get(CONSUMED_KEY), extra.get(OLDEST_CHANGE_KEY))
+        active = _commit_completions(path)
+        _FACTS[path] = known = {key: facts for key, facts in known.items() if key in active}
+    return {key: known[key] for key in keys if key in known}
 
 
 @contextmanager
@@ -302,15 +328,11 @@ def _latest(completions: list[str]) -> datetime | None:
 def _consumed(settings: Settings, table: DerivedTable) -> dict[str, str] | None:
     """The input completion times the table's newest run read up to, which every run writes
     into its commit's metadata (lakehouse/timeline.py)."""
-    if not written(settings, table):
-        return None
-    timeline = HudiTable(table.path(settings)).get_timeline()
-    instants = timeline.get_completed_commits() + timeline.get_completed_replacecommits()
-    for instant in sorted(instants, key=lambda i: i.timestamp, reverse=True):
-        metadata = json.loads(timeline.get_instant_metadata_in_json(instant))
-        value = (metadata.get("extraMetadata") or {}).get(CONSUMED_KEY)
-        if value:
-            return json.loads(value)
+    path = table.path(settings)
+    facts = _commit_facts(path, list(_commit_completions(path)))
+    for key in sorted(facts, reverse=True):  # newest first
+        if facts[key].consumed:
+            return json.loads(facts[key].consumed)
     return None
 
 
