@@ -70,9 +70,10 @@ def next_runs(
         standing = standings[table.name]
         if table.name in held or standing.behind is None:
             continue
-        chain = [*behind_inputs(table), table] if standing.waiting or behind_inputs(table) else []
-        if not chain:
-            continue
+        upstream_runs = behind_inputs(table)
+        if not (standing.waiting or upstream_runs):
+            continue  # no run can make it fresher
+        chain = [*upstream_runs, table]
         left = table.fresh_within.total_seconds() - standing.behind
         if left <= HEADROOM_RUNS * sum(expected_seconds(t.name) for t in chain):
             due.append((standing.behind / table.fresh_within.total_seconds(), chain))
