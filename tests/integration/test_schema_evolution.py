@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import threading
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -66,6 +67,7 @@ def weights_table(services, spark, tmp_path):
         ordering=("last_updated_ts",),
         inputs=(Input(PRODUCT_CATALOG, "products"),),
         transform="product_weights",
+        fresh_within=timedelta(minutes=5),
     )
     yield table
     spark.sql(f"DROP TABLE IF EXISTS {table.qualified_name}")
