@@ -1,5 +1,9 @@
 """`make bench`: measures the pipeline on this machine and writes benchmarks/results/.
 
+Why one module: it is the benchmark's entry point, its parser (shown on the Commands page)
+and the two parts' markdown that have no module of their own; split, the parser's options
+and the code reading them would sit apart.
+
 Runs against the real services (started natively if none answer, stopped again afterwards)
 with a warehouse of its own under .lake/bench. The demo's workers must not run meanwhile:
 they would compete for the same cores and write to the same source tables. Parts, in order:

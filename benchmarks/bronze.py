@@ -16,6 +16,9 @@ micro-batch that picked it up started (`_ingested_at`) and that batch's write. M
 CPU the Bronze process used (its Python driver and its JVM, user and system time) is read
 before and after: cores used (CPU seconds per wall second) and CPU seconds per 1,000
 messages. It runs at the demo's rate (`make up`'s workload) and at a tenfold one.
+
+Why one module: throughput and latency share the bench settings, the Bronze job they start
+and the timeline reading; each part alone is one function and its helpers.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ from lakehouse import hudi
 from lakehouse.incremental import Runner
 from lakehouse.settings import Settings
 from medallion.invocation import lakehouse
-from medallion.tables import derived_tables
+from medallion.tables import derived_tables, freshness_targets
 from monitoring.state import table_states
 from serving import fastpath
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
@@ -245,7 +245,7 @@ def measure(spark: SparkSession, settings: Settings, probes: int, spacing: float
         "probes": probes,
         "spacing_seconds": spacing,
         "seconds": round(seconds),
-        "targets_seconds": {t.name: t.fresh_within.total_seconds() for t in derived_tables()},
+        "targets_seconds": freshness_targets(),
         "probe_latency": summary,
         "table_lag": table_lag,
         "bronze_rows": bronze_rows,

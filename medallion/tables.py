@@ -36,6 +36,11 @@ def derived_tables() -> list[DerivedTable]:
     return ordered
 
 
+def freshness_targets() -> dict[str, float]:
+    """Each Silver and Gold table's freshness target (`fresh_within`) in seconds, by name."""
+    return {t.name: t.fresh_within.total_seconds() for t in derived_tables()}
+
+
 def declared_tables() -> list[Table]:
     derived = derived_tables()
     return (

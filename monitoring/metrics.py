@@ -32,7 +32,7 @@ from bronze.tables import BRONZE_TABLES
 from lakehouse import costs
 from lakehouse.costs import PathCosts
 from lakehouse.settings import Settings
-from medallion.tables import derived_tables
+from medallion.tables import derived_tables, freshness_targets
 from monitoring.state import (
     TableState,
     Unavailable,
@@ -150,7 +150,7 @@ def families(state: PipelineState, counts: CommitCounts) -> list:
         "How far the table's lag behind the source is past its freshness target; 0 within it.",
         table_labels,
     )
-    targets = {t.name: t.fresh_within.total_seconds() for t in derived_tables()}
+    targets = freshness_targets()
     kafka_lag = gauge(
         "kafka_consumer_lag_messages",
         "Messages in the topic past the Bronze stream's checkpoint.",

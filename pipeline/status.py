@@ -8,7 +8,7 @@ from bronze.tables import BRONZE_TABLES
 from infra import stack, workers
 from lakehouse.incremental import utc_now
 from lakehouse.settings import Settings
-from medallion.tables import derived_tables
+from medallion.tables import freshness_targets
 from monitoring import state
 
 
@@ -38,7 +38,7 @@ def freshness(settings: Settings) -> list[str]:
     """Each written table's lag behind the source (the age of the oldest source change it
     does not reflect) and behind its input, against its freshness target."""
     now = utc_now()
-    targets = {t.name: t.fresh_within.total_seconds() for t in derived_tables()}
+    targets = freshness_targets()
     lines = []
     for table in state.table_states(settings, storage=False):
         if table.last_commit is None:

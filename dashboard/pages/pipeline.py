@@ -8,7 +8,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import panels, ui
-from medallion.tables import derived_tables
+from medallion.tables import freshness_targets
 
 ui.services_strip()
 st.title("Pipeline health")
@@ -37,7 +37,7 @@ def pipeline_panels() -> None:
     st.subheader("Tables: Postgres and Kafka → Bronze → Silver → Gold")
     # Tall enough for every table: a scrolled table hides the end of the chain, Gold.
     st.dataframe(
-        panels.freshness(states, now, {t.name: t.fresh_within.total_seconds() for t in derived_tables()}),
+        panels.freshness(states, now, freshness_targets()),
         hide_index=True,
         width="stretch",
         height=38 + 35 * len(states),
