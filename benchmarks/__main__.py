@@ -65,7 +65,8 @@ def _latency_lines(latency: dict) -> list[str]:
     lines = [
         f"Latency, commit in Postgres -> readable in Bronze, continuous mode with a "
         f"{latency['trigger_seconds']} s trigger, {latency['duration_seconds']:.0f} s of "
-        f"live workload ({latency['transactions_per_second']} transactions/s, "
+        f"live workload after {latency['warmup_seconds']:.0f} s of warm-up "
+        f"({latency['transactions_per_second']} transactions/s, "
         f"{latency['events_per_second']} events/s):",
         "",
         "| table | rows | p50 s | p95 s | max s | median wait for batch s | median batch write s |",
@@ -190,6 +191,12 @@ def parser() -> argparse.ArgumentParser:
         "--changes", type=int, default=100_000, help="rows of each bulk change in the throughput run"
     )
     parser.add_argument("--duration", type=float, default=180, help="seconds of live workload")
+    parser.add_argument(
+        "--warmup",
+        type=float,
+        default=240,
+        help="seconds of the same workload before Bronze's latency and CPU are read",
+    )
     parser.add_argument("--rate", type=float, default=50, help="Postgres transactions/s")
     parser.add_argument("--event-rate", type=float, default=200, help="Kafka events/s")
     parser.add_argument("--trigger-seconds", type=int, default=10, help="Bronze's micro-batch interval")
@@ -282,9 +289,16 @@ def main(argv: list[str] | None = None) -> int:
                     args.duration,
                     workers.DEMO_RATE,
                     workers.DEMO_EVENT_RATE,
+                    args.warmup,
                 ),
                 "latency": bronze.latency(
-                    session, bench, args.trigger_seconds, args.duration, args.rate, args.event_rate
+                    session,
+                    bench,
+                    args.trigger_seconds,
+                    args.duration,
+                    args.rate,
+                    args.event_rate,
+                    args.warmup,
                 ),
             }
             _write("bronze", results, bronze_markdown(results))

@@ -21,9 +21,10 @@ change's key in Kafka must be its row's key. Each of these is quarantined with i
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import MapType, StringType, StructField, StructType
 
@@ -39,6 +40,8 @@ CDC_OPS = ("c", "r", "u", "d")
 OVERSIZED_FIELD = "oversized"
 OVERSIZED = "oversized change"
 MOVED_FROM = "_moved_from"
+# When the batch lands (its rows' `_ingested_at`, its quarantined messages' `_quarantined_at`).
+LANDED_AT = "_landed_at"
 # The field names of a CDC message's row image, sorted and comma-joined: how a batch shows
 # fields that the declaration lacks or that the message lacks (bronze/schema.py).
 IMAGE_FIELDS = "_image_fields"
@@ -99,20 +102,29 @@ class Plausible:
     # The source's WAL position when the batch was read: no real change can lie beyond it,
     # and a forged one that did would win against every later real change of its row.
     latest_lsn: int | None = None
+    landed_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @classmethod
     def of(cls, settings: Settings, latest_lsn: int | None = None) -> Plausible:
         return cls(settings.bronze_earliest_plausible, settings.bronze_max_ahead_seconds, latest_lsn)
 
+    def batch(self, spark: SparkSession) -> DataFrame:
+        """The batch's own facts, as a one-row table: `_landed_at` and `_latest_lsn`."""
+        return spark.sql(
+            "SELECT * FROM VALUES (:landed_at, CAST(:latest_lsn AS BIGINT))"
+            f" AS batch({LANDED_AT}, _latest_lsn)",
+            args={"landed_at": self.landed_at, "latest_lsn": self.latest_lsn},
+        )
+
     def instant(self, instant: Column) -> Column:
-        latest = F.current_timestamp() + F.expr(f"INTERVAL {self.ahead_seconds} SECONDS")
+        latest = F.col(LANDED_AT) + F.expr(f"INTERVAL {self.ahead_seconds} SECONDS")
         return instant.between(F.lit(self.earliest).cast("timestamp"), latest)
 
     def millis(self, text: Column) -> Column:
         """Whether a text holds epoch milliseconds of a plausible instant. Checked before
         any conversion: converting an out-of-range value raises, it does not give null."""
         earliest = F.unix_millis(F.lit(self.earliest).cast("timestamp"))
-        latest = F.unix_millis(F.current_timestamp()) + self.ahead_seconds * 1000
+        latest = F.unix_millis(F.col(LANDED_AT)) + self.ahead_seconds * 1000
         return text.rlike(r"^[0-9]{1,15}$") & text.cast("long").between(earliest, latest)
 
 
@@ -281,19 +293,15 @@ def _debezium(messages: DataFrame, table: BronzeTable, plausible: Plausible) -> 
             ),
             F.lit("missing or non-numeric source.lsn"),
         ),
-        *(
-            [
-                (
-                    F.col("_m.source.lsn").cast("long") > plausible.latest_lsn,
-                    F.concat(
-                        F.lit("implausible source.lsn '"),
-                        F.col("_m.source.lsn"),
-                        F.lit(f"' (beyond the source's WAL position {plausible.latest_lsn})"),
-                    ),
-                )
-            ]
-            if plausible.latest_lsn is not None
-            else []
+        (
+            F.col("_m.source.lsn").cast("long") > F.col("_latest_lsn"),
+            F.concat(
+                F.lit("implausible source.lsn '"),
+                F.col("_m.source.lsn"),
+                F.lit("' (beyond the source's WAL position "),
+                F.col("_latest_lsn").cast("string"),
+                F.lit(")"),
+            ),
         ),
         (
             source_ms.isNotNull() & ~plausible.millis(source_ms),
@@ -317,6 +325,7 @@ def _debezium(messages: DataFrame, table: BronzeTable, plausible: Plausible) -> 
         moved_from = [F.when((op == "u") & moved, before).alias(MOVED_FROM)]
     return parsed.select(
         *KAFKA_COLUMNS,
+        LANDED_AT,
         "_image",
         *moved_from,
         F.array_join(F.array_sort(F.map_keys("_image")), ",").alias(IMAGE_FIELDS),
@@ -347,18 +356,23 @@ def _json_event(messages: DataFrame, table: BronzeTable, plausible: Plausible) -
     ]
     return parsed.select(
         *KAFKA_COLUMNS,
+        LANDED_AT,
         "_image",
         _first_error(checks).alias("error"),
         F.lit(False).alias("_hoodie_is_deleted"),
     )
 
 
-def classify(raw: DataFrame, table: BronzeTable, plausible: Plausible = Plausible()) -> DataFrame:
+def classify(raw: DataFrame, table: BronzeTable, plausible: Plausible | None = None) -> DataFrame:
     """Raw Kafka records (key, value, topic, partition, offset, timestamp) of `table`'s topic,
     each decoded into the table's typed columns and lineage, with its `error` (null when it
     decodes). Flat columns only: it is cached per batch, and Spark caches nested structs
     far more slowly than flat columns."""
-    messages = _kafka_columns(raw)
+    plausible = plausible or Plausible()
+    # What differs from batch to batch joins as data, not as literals: Spark writes literals
+    # into the Java code it generates for a plan, so each batch would compile and JIT-compile
+    # its plans anew, which cost Bronze most of a core at the demo's rate.
+    messages = _kafka_columns(raw).crossJoin(F.broadcast(plausible.batch(raw.sparkSession)))
     decoded = (_debezium if table.envelope == DEBEZIUM else _json_event)(messages, table, plausible)
     columns = [
         _typed(F.col("_image")[name], spark_type).alias(name) for name, spark_type in table.columns.items()
@@ -412,7 +426,7 @@ def split(classified: DataFrame, table: BronzeTable) -> tuple[DataFrame, DataFra
     otherwise makes Spark push the filter below the parse and repeat the JSON parsing for
     every field the checks read.
     """
-    now = F.current_timestamp()
+    now = F.col(LANDED_AT)
     decoded = with_partition_field(classified.where(F.col("error").isNull()), table)
     rows = decoded.select(
         *table.columns,
