@@ -370,8 +370,8 @@ def classify(raw: DataFrame, table: BronzeTable, plausible: Plausible | None = N
     far more slowly than flat columns."""
     plausible = plausible or Plausible()
     # What differs from batch to batch joins as data, not as literals: Spark writes literals
-    # into the Java code it generates for a plan, so each batch would compile and JIT-compile
-    # its plans anew, which cost Bronze most of a core at the demo's rate.
+    # into the Java code it generates for a plan, so every batch would miss the cache of
+    # generated classes and compile its plans anew (Janino, then the JIT).
     messages = _kafka_columns(raw).crossJoin(F.broadcast(plausible.batch(raw.sparkSession)))
     decoded = (_debezium if table.envelope == DEBEZIUM else _json_event)(messages, table, plausible)
     columns = [
