@@ -25,6 +25,7 @@ import functools
 import json
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
@@ -299,13 +300,22 @@ class BronzeJob:
         )
         return True
 
-    def run_continuously(self, trigger_seconds: int, report=functools.partial(print, flush=True)) -> None:
-        """Streams every table until one fails unexpectedly (or Ctrl-C). A table whose batch
-        was refused (a schema change at its source, or a source that cannot say) stops alone
-        and is started again every `REFUSED_RETRY_SECONDS`: it resumes by itself once the
-        source is back, and otherwise says again what to fix."""
-        trigger = {"processingTime": f"{trigger_seconds} seconds"}
-        queries = {table.name: self._start(table, trigger) for table in self.tables}
+    def run_continuously(
+        self,
+        trigger_seconds: int,
+        report=functools.partial(print, flush=True),
+        triggers: Mapping[str, int] | None = None,
+    ) -> None:
+        """Streams every table, a micro-batch every `trigger_seconds` (or every `triggers[name]`
+        s for a table named there), until one fails unexpectedly (or Ctrl-C). A table whose
+        batch was refused (a schema change at its source, or a source that cannot say) stops
+        alone and is started again every `REFUSED_RETRY_SECONDS`: it resumes by itself once
+        the source is back, and otherwise says again what to fix."""
+
+        def trigger(table: BronzeTable) -> dict:
+            return {"processingTime": f"{(triggers or {}).get(table.name, trigger_seconds)} seconds"}
+
+        queries = {table.name: self._start(table, trigger(table)) for table in self.tables}
         retry_at: dict[str, float] = {}
         try:
             while True:
@@ -319,14 +329,14 @@ class BronzeJob:
                     if name in retry_at:
                         if time.monotonic() >= retry_at[name]:
                             del retry_at[name]
-                            queries[name] = self._start(table, trigger)
+                            queries[name] = self._start(table, trigger(table))
                     elif not queries[name].isActive and name in self.refusals:
                         report(f"{self.refusals.pop(name)} Trying again in {REFUSED_RETRY_SECONDS} s.")
                         retry_at[name] = time.monotonic() + REFUSED_RETRY_SECONDS
                     elif queries[name].exception() is not None and self.took_up_recreated_topic(
                         table, report
                     ):
-                        queries[name] = self._start(table, trigger)
+                        queries[name] = self._start(table, trigger(table))
                 if not all(q.isActive for name, q in queries.items() if name not in retry_at):
                     break
         finally:

@@ -375,7 +375,8 @@ class Settings:
         "BRONZE_TRIGGER_SECONDS",
         10,
         POSITIVE,
-        "How often streaming Bronze commits what Kafka brought: shorter is fresher, more commits.",
+        "How often streaming Bronze commits what Kafka brought: shorter is fresher, more commits. "
+        "A topic whose readers' freshness targets allow it commits less often.",
     )
     bronze_max_offsets_per_batch: int = setting(
         "BRONZE_MAX_OFFSETS_PER_BATCH",

@@ -19,12 +19,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from math import inf
 
 from lakehouse.tables import DerivedTable
 
 # How many times a table's expected run time it must have left before its target when it
 # becomes due: its own run, plus one run of another table that may be ahead of it.
 HEADROOM_RUNS = 2
+
+# Continuous Bronze commits a table at least this many times within the tightest freshness
+# target downstream of it: the wait for its next micro-batch takes at most this share of
+# the target, and the rest is left to the batch itself and the derived runs after it.
+BRONZE_BATCHES_PER_TARGET = 5
 
 
 @dataclass(frozen=True)
@@ -108,3 +114,27 @@ def seconds_until_due(
         ),
         default=0.0,
     )
+
+
+def bronze_triggers(tables: list[DerivedTable], shortest: int) -> dict[str, int]:
+    """How often continuous Bronze commits each Bronze table that a derived table reads, in
+    seconds: every `shortest` s, or less often where every table downstream of it accepts
+    more (its tightest target over `BRONZE_BATCHES_PER_TARGET`). Bronze's cost is per
+    micro-batch, not per message, so a topic that feeds only tables with targets of
+    minutes need not commit every few seconds."""
+    by_name = {t.name: t for t in tables}
+
+    def bronze_inputs(table: DerivedTable) -> set[str]:
+        found = set()
+        for source in table.inputs:
+            name = source.table.name
+            found |= bronze_inputs(by_name[name]) if name in by_name else {name}
+        return found
+
+    tightest: dict[str, float] = {}
+    for table in tables:
+        for name in bronze_inputs(table):
+            tightest[name] = min(tightest.get(name, inf), table.fresh_within.total_seconds())
+    return {
+        name: max(shortest, int(target // BRONZE_BATCHES_PER_TARGET)) for name, target in tightest.items()
+    }

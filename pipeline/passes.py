@@ -73,14 +73,20 @@ def bronze(
     as_json: bool = False,
 ) -> None:
     """Lands what Kafka holds now in the Bronze tables (`names`, or all), or with
-    `continuous` keeps streaming a micro-batch every `trigger_seconds` until Ctrl-C."""
+    `continuous` keeps streaming until Ctrl-C: a micro-batch every `trigger_seconds`, less
+    often for a table whose readers' freshness targets allow it (medallion/freshness.py)."""
     tables = bronze_tables(names)  # an unknown name is refused before the lock is taken
     with locks.exclusive_writer(settings, "bronze"):
         job = BronzeJob(session(settings, "bronze"), settings, tables)
         if continuous:
-            print(f"bronze: streaming every {trigger_seconds} s (Ctrl-C stops)", flush=True)
+            triggers = freshness.bronze_triggers(derived_tables(), trigger_seconds)
+            every: dict[int, list[str]] = {}
+            for table in tables:
+                every.setdefault(triggers.get(table.name, trigger_seconds), []).append(table.name)
+            groups = [f"every {seconds} s: {', '.join(landed)}" for seconds, landed in sorted(every.items())]
+            print(f"bronze: streaming {'; '.join(groups)} (Ctrl-C stops)", flush=True)
             try:
-                job.run_continuously(trigger_seconds)
+                job.run_continuously(trigger_seconds, triggers=triggers)
             except KeyboardInterrupt:
                 pass
         else:

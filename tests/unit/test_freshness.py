@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from bronze.tables import BRONZE_TABLES, INVENTORY_UPDATES, WEB_CLICKSTREAMS
 from gold.tables import CUSTOMER_SEGMENTATION_FEATURES, CUSTOMER_SEGMENTS, DAILY_SALES
-from medallion.freshness import Standing, next_runs, seconds_until_due
+from medallion.freshness import Standing, bronze_triggers, next_runs, seconds_until_due
 from medallion.tables import derived_tables
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
 
@@ -76,3 +77,11 @@ def test_the_loop_sleeps_until_the_tightest_target_could_come_due():
     # Daily sales: 30 s target, less 2 x (10 s of its own + 10 s of unified orders).
     assert seconds_until_due(TABLES, standings(), ten_seconds) == -10.0
     assert seconds_until_due(TABLES, standings(), lambda _: 2.0) == 22.0
+
+
+def test_bronze_commits_a_topic_less_often_when_every_table_downstream_accepts_minutes():
+    # Sales, customers and products reach daily sales (30 s): a fifth is 6 s, below the
+    # shortest trigger. Clickstreams and inventory reach tables of 5 minutes and more.
+    slower = {INVENTORY_UPDATES.name: 60, WEB_CLICKSTREAMS.name: 60}
+    assert bronze_triggers(TABLES, 10) == {t.name: slower.get(t.name, 10) for t in BRONZE_TABLES}
+    assert bronze_triggers(TABLES, 90)[WEB_CLICKSTREAMS.name] == 90
