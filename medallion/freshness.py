@@ -118,10 +118,11 @@ def seconds_until_due(
 
 def bronze_triggers(tables: list[DerivedTable], shortest: int) -> dict[str, int]:
     """How often continuous Bronze commits each Bronze table that a derived table reads, in
-    seconds: every `shortest` s, or less often where every table downstream of it accepts
-    more (its tightest target over `BRONZE_BATCHES_PER_TARGET`). Bronze's cost is per
-    micro-batch, not per message, so a topic that feeds only tables with targets of
-    minutes need not commit every few seconds."""
+    seconds. The tables that reach the tightest target of all commit every `shortest` s (the
+    trigger the user chose); a table whose every table downstream accepts more commits
+    every `1 / BRONZE_BATCHES_PER_TARGET` of the tightest target among them, never more
+    often than the others. Bronze's cost is per micro-batch, not per message, so a topic
+    that feeds only tables with targets of minutes need not commit every few seconds."""
     by_name = {t.name: t for t in tables}
 
     def bronze_inputs(table: DerivedTable) -> set[str]:
@@ -135,6 +136,8 @@ def bronze_triggers(tables: list[DerivedTable], shortest: int) -> dict[str, int]
     for table in tables:
         for name in bronze_inputs(table):
             tightest[name] = min(tightest.get(name, inf), table.fresh_within.total_seconds())
+    urgent = min(tightest.values(), default=inf)
     return {
-        name: max(shortest, int(target // BRONZE_BATCHES_PER_TARGET)) for name, target in tightest.items()
+        name: shortest if target == urgent else max(shortest, int(target // BRONZE_BATCHES_PER_TARGET))
+        for name, target in tightest.items()
     }
