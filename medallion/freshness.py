@@ -13,6 +13,9 @@ A table runs only when a run can make it fresher: its inputs, or the derived tab
 reads, hold changes it has not taken. Between changes nothing runs, so a quiet source costs
 no Spark jobs. These are the conventions of Dagster's freshness policies (a maximum lag per
 asset, materialized when needed to stay within it), which the scheduled mode follows too.
+
+The same targets say how often continuous Bronze commits each topic (`bronze_triggers`): no
+more often than the tables downstream of it need.
 """
 
 from __future__ import annotations
