@@ -79,7 +79,7 @@ def _latency_lines(latency: dict) -> list[str]:
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     summaries = [("all", latency["all"]), ("Postgres changes", latency.get("postgres_changes"))]
-    for name, t in [*filter(lambda found: found[1], summaries), *latency["tables"].items()]:
+    for name, t in [*((name, t) for name, t in summaries if t), *latency["tables"].items()]:
         if t["rows"]:
             lines.append(
                 f"| {name} | {t['rows']:,} | {t['p50_seconds']} | {t['p95_seconds']} "
