@@ -8,19 +8,25 @@ cost grows with the changes it reads; a rebuild's does not. So after a backlog (
 build while the workload runs, a bulk load, a machine that was busy) a run rebuilds once
 instead of reading a change log larger than the table, and the next runs are small again.
 
-The estimate is deliberately simple: the last incremental run's seconds, scaled up by how
-many more changes wait now than it read (never down: most of a small run is fixed cost).
-Both figures correct themselves: each run measures the path it took, so a stale estimate
-leads to the path that measures it again. Either path is exact; only the time differs.
+The estimate is deliberately simple: the last incremental run's seconds, scaled by how many
+changes wait now against how many it read, down as well as up. Scaling down is optimistic
+(most of a small run is fixed cost), and that is what keeps the choice honest: an estimate
+too low sends a run down the incremental path, which measures it, so the next choice is
+right; an estimate too high would send every run to rebuild, and the incremental path would
+never be measured again. One slow incremental run (a backlog read while the machine was
+busy) would otherwise have a table rebuilt on every run from then on. Either path is exact;
+only the time differs.
 
-Costs are kept per table in `<state dir>/costs/`, beside the other state of the runs on
-this machine; without them (a new state directory) a run takes the incremental path.
+Costs are kept per warehouse and table in `<state dir>/costs/`, beside the other state of
+the runs on this machine (a benchmark's warehouse does not teach the demo's tables); without
+them a run takes the incremental path.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,7 +60,7 @@ class PathCosts:
         """Seconds an incremental run over `changes` changes would take, if one was measured."""
         if self.incremental is None:
             return None
-        return self.incremental.seconds * max(1.0, changes / max(1, self.incremental.changes))
+        return self.incremental.seconds * changes / max(1, self.incremental.changes)
 
     def rebuild_reason(self, changes: int) -> str | None:
         """Why a run over `changes` changes should rebuild instead, or None to go incrementally."""
@@ -69,7 +75,8 @@ class PathCosts:
 
 
 def _path(settings: Settings, table: str) -> Path:
-    return settings.state_dir / "costs" / f"{table}.json"
+    warehouse = re.sub(r"[^A-Za-z0-9]+", "_", settings.warehouse).strip("_")
+    return settings.state_dir / "costs" / warehouse / f"{table}.json"
 
 
 def read(settings: Settings, table: str) -> PathCosts:
@@ -86,7 +93,9 @@ def read(settings: Settings, table: str) -> PathCosts:
 
 
 def record(settings: Settings, report: RunReport) -> None:
-    """Keeps what the path `report` took cost; an idle run measures neither."""
+    """Keeps what the path `report` took cost; an idle run measures neither. An incremental
+    run that read no change (its inputs' commits changed nothing) measured only fixed cost,
+    which says nothing of what a change costs: the measurement before it stays."""
     if report.mode not in (INCREMENTAL, FULL):
         return
     path = _path(settings, report.table)
@@ -95,7 +104,8 @@ def record(settings: Settings, report: RunReport) -> None:
         stored = json.loads(path.read_text())
     except (FileNotFoundError, ValueError):
         stored = {}
-    stored[report.mode] = {"seconds": round(report.seconds, 2), "changes": report.changes_read}
+    if report.mode == FULL or report.changes_read:
+        stored[report.mode] = {"seconds": round(report.seconds, 2), "changes": report.changes_read}
     stored["last"] = report.mode
     # Written whole, then renamed: a reader never sees half a file.
     partial = path.with_suffix(f".{os.getpid()}.tmp")

@@ -18,10 +18,19 @@ def test_a_run_goes_incrementally_until_both_paths_were_measured():
     assert PathCosts(incremental=MEASURED.incremental).rebuild_reason(1_000_000) is None
 
 
-def test_few_changes_cost_what_the_last_small_run_did_and_go_incrementally():
-    # Most of a small run is fixed cost: fewer changes than last time are not cheaper.
-    assert MEASURED.estimate(1) == 4.0
+def test_the_estimate_scales_with_the_changes_waiting_both_ways():
+    assert MEASURED.estimate(250) == 10.0
     assert MEASURED.rebuild_reason(250) is None  # 10 s estimated, a rebuild took 10 s
+    # Optimistic for a small run (most of one is fixed cost), which the run then measures.
+    assert MEASURED.estimate(25) == 1.0
+
+
+def test_one_slow_incremental_run_does_not_keep_a_table_rebuilding():
+    # A backlog read while the machine was busy: had a small run been estimated at those
+    # 48 s, every run would rebuild and the incremental path would never be measured again.
+    busy = PathCosts(incremental=Measured(seconds=48.0, changes=180), full=Measured(seconds=26.0, changes=0))
+    assert busy.rebuild_reason(500) is not None
+    assert busy.rebuild_reason(50) is None
 
 
 def test_a_backlog_that_would_cost_more_than_a_rebuild_rebuilds_and_says_why():
@@ -40,4 +49,12 @@ def test_each_run_records_the_cost_of_the_path_it_took(settings, tmp_path):
     assert costs.read(settings, table) == dataclasses.replace(MEASURED, last="incremental")
     costs.record(settings, RunReport(table, "incremental", changes_read=7, seconds=3.0))
     assert costs.read(settings, table).incremental == Measured(seconds=3.0, changes=7)
+    # Commits that changed nothing: fixed cost only, no measure of a change's.
+    costs.record(settings, RunReport(table, "full", seconds=9.0))
+    costs.record(settings, RunReport(table, "incremental", changes_read=0, seconds=2.0))
+    assert costs.read(settings, table) == PathCosts(
+        Measured(seconds=3.0, changes=7), Measured(seconds=9.0, changes=0), last="incremental"
+    )
     assert costs.read(settings, "hudi_customer_segments_gold") == PathCosts()
+    elsewhere = dataclasses.replace(settings, warehouse=str(tmp_path / "bench" / "warehouse"))
+    assert costs.read(elsewhere, table) == PathCosts()
