@@ -590,10 +590,12 @@ class Runner:
             # in an input commit newer than this run's end (snapshots can be newer). Only the
             # whole inputs can tell, so the few delete candidates are looked up there: a
             # transform over whole inputs, as costly as a rebuild. It is needed only when a
-            # pruned input committed since the run began; the snapshots were read by now.
-            missing = cache(changes.missing)
-            if missing.count() and self._pruned_inputs_moved(table, ends):
-                changes = changes.still_produced(transform.join(missing.select(keys), keys, "left_semi"))
+            # pruned input committed since the run began (the snapshots were read by now), and
+            # that is asked first: the timelines answer without a Spark job.
+            if self._pruned_inputs_moved(table, ends):
+                missing = cache(changes.missing)
+                if missing.count():
+                    changes = changes.still_produced(transform.join(missing.select(keys), keys, "left_semi"))
         batch = cache(changes.batch())
         upserted, deleted = batch.agg(F.count_if(~F.col(DELETED)), F.count_if(F.col(DELETED))).first()
         rows_in = affected.select(keys).distinct()
