@@ -114,6 +114,12 @@ def start_demo_containers(settings: Settings) -> None:
     _compose(settings, "--profile", "demo", "up", "-d", "--wait")
 
 
+def run_in_container(settings: Settings, service: str, *command: str) -> None:
+    """`command` in the running container of Compose service `service`, as that service's
+    user (`docker compose exec`); fails when it does."""
+    _compose(settings, "exec", "-T", service, *command)
+
+
 def _prepare_image_build(report) -> None:
     """The base image (infra/docker/base-image.sh), and in the build context the certificate
     authorities this host added (infra/docker/ca-certificates/README.md)."""

@@ -21,8 +21,8 @@ from tests.conftest import isolated
 COMPOSE_PORT_OFFSET = 20_000
 
 
-# After pytest-randomly's shuffle: the group's tests share one running demo, and the last
-# stops its workload, so they run in the order they are written.
+# After pytest-randomly's shuffle: the group's tests share one running demo, and the last two
+# stop its workload and its pipeline, so they run in the order they are written.
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items):
     ours = [item for item in items if "compose" in item.nodeid.split("/")]
