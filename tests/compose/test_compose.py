@@ -141,10 +141,10 @@ def test_connect_killed_and_started_again_loses_nothing(services, spark, db):
 
 
 def test_silver_and_gold_built_in_containers_equal_a_native_rebuild_from_the_same_bronze(services, spark):
-    # The workload stopped with the test before; the continuous pipeline stops too, so that
-    # one `lakehouse run` in the workers' container, the image's own Python, Spark and jars,
-    # brings every table up to what Bronze holds, where the loop would take the tables with
-    # minutes-long freshness targets in their time.
+    # With the workload and the continuous pipeline stopped (the workload already is, when
+    # the group runs in order), one `lakehouse run` in the workers' container, the image's
+    # own Python, Spark and jars, brings every table up to what Bronze holds; the loop would
+    # take the tables with minutes-long freshness targets in their own time.
     for name in ("simulator", "pipeline"):
         workers.worker(services, name).stop()
     stack.run_in_container(services, "workers", "python", "-m", "pipeline.cli", "run")
