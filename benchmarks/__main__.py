@@ -7,7 +7,9 @@ and the code reading them would sit apart.
 Runs against the real services (started natively if none answer, stopped again afterwards)
 with a warehouse of its own under .lake/bench. The demo's workers must not run meanwhile:
 they would compete for the same cores and write to the same source tables. Parts, in order:
-`run` (a scheduled `lakehouse run` after --run-changes source transactions, on the source
+`images` (the Compose mode's base image and project image built with no cache, then again
+after a change to the code, and their sizes; on a Docker engine started for it if none
+answers), `run` (a scheduled `lakehouse run` after --run-changes source transactions, on the source
 as the --seed-lines seed leaves it when it starts from empty), `scheduler` (what running
 each table as a Dagster asset adds to its command), `commits` (the fixed cost of a small
 Hudi commit, lever by lever), `layout` (partition granularity at --layout-sizes, then the
@@ -26,14 +28,14 @@ import json
 import shutil
 import sys
 
-from benchmarks import bronze, commits, derived, freshness, layout, run, scheduler, serving
+from benchmarks import bronze, commits, derived, freshness, images, layout, run, scheduler, serving
 from benchmarks.report import RESULTS, header, machine
 from infra import metastore, stack, workers
 from ingestion.seed import SeedSize, seed
 from lakehouse import settings as settings_module
 from lakehouse import spark
 
-PARTS = ("run", "scheduler", "commits", "layout", "freshness", "bronze", "derived", "serving")
+PARTS = ("images", "run", "scheduler", "commits", "layout", "freshness", "bronze", "derived", "serving")
 
 
 def bronze_markdown(results: dict) -> str:
@@ -246,6 +248,11 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    if args.only in (None, "images"):
+        results = {"machine": machine(), **images.measure()}
+        _write("images", results, images.markdown(results))
+        if args.only:
+            return 0
     started_services = not all(s.healthy for s in stack.status(settings))
     if started_services:
         stack.start(settings, "native")

@@ -114,27 +114,63 @@ def start_demo_containers(settings: Settings) -> None:
     _compose(settings, "--profile", "demo", "up", "-d", "--wait")
 
 
+def _profile_services(profile: str) -> list[str]:
+    import yaml
+
+    declared = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    return [name for name, service in declared.items() if profile in service.get("profiles", [])]
+
+
+def in_containers(settings: Settings) -> bool:
+    """Whether the running services are Compose's (`up` chose the Docker mode)."""
+    return _mode(settings) == "docker"
+
+
+def start_profile(settings: Settings, profile: str) -> None:
+    """The services of Compose profile `profile` ("cluster", "scheduler") beside the running
+    ones, from the image `start` built; returns once they are healthy."""
+    _compose(settings, "--profile", profile, "up", "-d", "--wait", *_profile_services(profile))
+
+
+def stop_profile(settings: Settings, profile: str) -> None:
+    """Stops and removes the containers of profile `profile` only, keeping their volumes."""
+    _compose(settings, "--profile", profile, "rm", "--stop", "--force", *_profile_services(profile))
+
+
 def run_in_container(settings: Settings, service: str, *command: str) -> None:
     """`command` in the running container of Compose service `service`, as that service's
     user (`docker compose exec`); fails when it does."""
     _compose(settings, "exec", "-T", service, *command)
 
 
-def _prepare_image_build(report) -> None:
-    """The base image (infra/docker/base-image.sh), and in the build context the certificate
-    authorities this host added (infra/docker/ca-certificates/README.md)."""
+def stage_certificate_authorities() -> None:
+    """Copies into the build context the certificate authorities this host added
+    (infra/docker/ca-certificates/README.md)."""
     staged = ROOT / "infra" / "docker" / "ca-certificates"
     for old in staged.glob("*.crt"):
         old.unlink()
     for authority in HOST_CERTIFICATE_AUTHORITIES.glob("*.crt"):
         shutil.copy(authority, staged / authority.name)
+
+
+def make_base_image(image: str | None = None) -> str:
+    """The base image (infra/docker/base-image.sh), `image` or the default; what the script
+    said it did."""
     made = subprocess.run(
-        ["bash", str(ROOT / "infra" / "docker" / "base-image.sh")], capture_output=True, text=True
+        ["bash", str(ROOT / "infra" / "docker" / "base-image.sh")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **({"BASE_IMAGE": image} if image else {})},
     )
     if made.returncode != 0:
         raise ServiceError(f"the base image could not be made:\n{made.stdout}{made.stderr}")
-    if made.stdout.strip():
-        report(made.stdout.strip())
+    return made.stdout.strip()
+
+
+def _prepare_image_build(report) -> None:
+    stage_certificate_authorities()
+    if made := make_base_image():
+        report(made)
 
 
 def _mode_file(settings: Settings) -> Path:
@@ -240,7 +276,7 @@ def status(settings: Settings) -> list[ServiceStatus]:
     ]
     result += [
         ServiceStatus(name, address, healthy, "make cluster")
-        for name, address, healthy in cluster.status(settings)
+        for name, address, healthy in cluster.status(settings, in_containers(settings))
     ]
     if result[0].healthy:
         result.append(_slot_status(settings))

@@ -463,6 +463,13 @@ class Settings:
     spark_executor_memory: str = setting(
         "SPARK_EXECUTOR_MEMORY", "1536m", TEXT, "The heap of each executor on a cluster."
     )
+    spark_executor_python: str = setting(
+        "SPARK_EXECUTOR_PYTHON",
+        "",
+        TEXT,
+        "The Python a cluster's executors run Python code with; empty: the command's own. "
+        "`make cluster` prints the one its containers have.",
+    )
     spark_cores_max: int = setting(
         "SPARK_CORES_MAX",
         0,

@@ -85,9 +85,9 @@ def session_config(settings: Settings) -> dict[str, str]:
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         "spark.driver.memory": settings.driver_memory,
         # On a cluster (SPARK_MASTER=spark://...): each executor's heap, and the Python it
-        # would start for Python code, which is this one (the same environment on every node).
+        # would start for Python code (session() sets it where PySpark reads it).
         "spark.executor.memory": settings.spark_executor_memory,
-        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.python": settings.spark_executor_python or sys.executable,
         "spark.ui.enabled": str(settings.spark_ui).lower(),
         # The UI shows jobs; killing them is for the process that runs them.
         "spark.ui.killEnabled": "false",
@@ -200,10 +200,11 @@ def session(
     os.environ["TZ"] = "UTC"
     time.tzset()
     # The Python that runs Python code in Spark's tasks (the e-mail rule's check, with its
-    # library): this one, with the project's packages. PySpark takes it from PYSPARK_PYTHON,
-    # not from spark.pyspark.python, and would otherwise start whichever `python3` is first
-    # on PATH.
-    os.environ["PYSPARK_PYTHON"] = sys.executable
+    # library): this one, with the project's packages, unless a cluster's executors have
+    # their own (SPARK_EXECUTOR_PYTHON: the same environment at another path, in the image
+    # the Compose cluster runs). PySpark takes it from PYSPARK_PYTHON, not from
+    # spark.pyspark.python, and would otherwise start whichever `python3` is first on PATH.
+    os.environ["PYSPARK_PYTHON"] = settings.spark_executor_python or sys.executable
     if settings.metastore_database:
         require_catalog(settings)
     builder = SparkSession.builder.appName(app_name)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import requests
 
+from infra import stack
 from infra.native.process import BackgroundProcess, ServiceError, ensure_port_free
 from lakehouse.settings import Settings
 
@@ -87,6 +88,21 @@ def answers(settings: Settings) -> bool:
 
 
 def start(settings: Settings, report=print, timeout: float = 120) -> None:
+    """Both roles, in containers where the services run in Compose (its profile "scheduler",
+    whose healthcheck waits for the webserver as `answers` does), as processes otherwise."""
+    if stack.in_containers(settings):
+        stack.start_profile(settings, "scheduler")
+        logs = "`docker compose logs scheduler-daemon`"
+    else:
+        _start_processes(settings, timeout)
+        logs = str(_process(settings, "daemon").log)
+    report(
+        f"scheduler on http://localhost:{settings.scheduler_port}/ (daemon log {logs}); runs every "
+        f"table on '{settings.schedule_cron}' (SCHEDULE_CRON)"
+    )
+
+
+def _start_processes(settings: Settings, timeout: float) -> None:
     if shutil.which("java") is None:
         raise ServiceError("Java is not installed: every table's job is a Spark job (`make install`).")
     webserver = _process(settings, "webserver")
@@ -104,14 +120,12 @@ def start(settings: Settings, report=print, timeout: float = 120) -> None:
                 f"{settings.scheduler_port}; see {webserver.log}"
             )
         time.sleep(1)
-    report(
-        f"scheduler on http://localhost:{settings.scheduler_port}/ (daemon log "
-        f"{_process(settings, 'daemon').log}); runs every table on '{settings.schedule_cron}' "
-        f"(SCHEDULE_CRON)"
-    )
 
 
 def stop(settings: Settings, report=print) -> None:
+    if stack.in_containers(settings):
+        stack.stop_profile(settings, "scheduler")
+        return
     for role in ROLES:
         process = _process(settings, role)
         if process.running():

@@ -214,7 +214,12 @@ class SparkWorker(SparkDaemon):
         # Executors' logs and the files they are sent (jars, --py-files) live here.
         work = self.home / "work" / self.name
         work.mkdir(parents=True, exist_ok=True)
-        return {**super().environment(), "SPARK_WORKER_DIR": str(work)}
+        # Shuffle files go to one directory for every worker of a host: Spark reads the
+        # output of an executor on the same host from disk (spark.shuffle.readHostLocalDisk),
+        # so in containers sharing the host's network it must be one shared volume, not /tmp.
+        scratch = self.home / "scratch"
+        scratch.mkdir(parents=True, exist_ok=True)
+        return {**super().environment(), "SPARK_WORKER_DIR": str(work), "SPARK_LOCAL_DIRS": str(scratch)}
 
     def healthy(self) -> bool:
         state = self._master_state()
@@ -279,11 +284,21 @@ def start(settings: Settings, report=print) -> None:
         began = time.monotonic()
         daemon.start()
         report(f"{daemon.name:<14} healthy in {time.monotonic() - began:5.1f} s (log {daemon.log})")
-    report(
+
+
+# The image's Python (infra/docker/Dockerfile), which executors in containers run.
+IMAGE_PYTHON = "/opt/venv/bin/python"
+
+
+def usage(settings: Settings, in_containers: bool = False) -> str:
+    """Where the cluster answers and how a job runs on it; in containers, its executors' Python
+    is the image's, not the command's."""
+    return (
         f"Spark master {master_url(settings)} (UI http://{HOST}:{settings.spark_master_ui_port}/), "
         f"HDFS {hdfs_url(settings)} (UI http://{HOST}:{settings.hdfs_namenode_ui_port}/). Run the jobs on it "
         f"with SPARK_MASTER={master_url(settings)} "
         f"LAKEHOUSE_WAREHOUSE={hdfs_url(settings)}/retailmax/warehouse"
+        + (f" SPARK_EXECUTOR_PYTHON={IMAGE_PYTHON}" if in_containers else "")
     )
 
 
@@ -294,9 +309,13 @@ def stop(settings: Settings, report=print) -> None:
             report(f"{daemon.name:<14} stopped")
 
 
-def status(settings: Settings) -> list[tuple[str, str, bool]]:
-    """(daemon, address, healthy) of each daemon, when the cluster runs at all."""
+def status(settings: Settings, in_containers: bool = False) -> list[tuple[str, str, bool]]:
+    """(daemon, address, healthy) of each daemon, when the cluster runs at all. With
+    `in_containers`, it runs as Compose's profile "cluster" (answering on the same ports)
+    rather than as processes here, so only its answers tell."""
     found = daemons(settings)
-    if not any(daemon.running() for daemon in found):
+    running = [in_containers or daemon.running() for daemon in found]
+    healthy = [up and daemon.healthy() for daemon, up in zip(found, running, strict=True)]
+    if not any(healthy if in_containers else running):
         return []
-    return [(daemon.name, daemon.address, daemon.running() and daemon.healthy()) for daemon in found]
+    return [(daemon.name, daemon.address, up) for daemon, up in zip(found, healthy, strict=True)]

@@ -41,17 +41,26 @@ def _services(args, settings):
 
 def cluster(subcommands) -> None:
     cluster = subcommands.add_parser(
-        "cluster", help="start or stop a Spark standalone cluster and HDFS on this machine (native processes)"
+        "cluster",
+        help="start or stop a Spark standalone cluster and HDFS on this machine (in containers where "
+        "the services run in Compose, native processes otherwise)",
     )
     cluster.add_argument("action", choices=["up", "down"], help="start it or stop it")
     cluster.set_defaults(handler=_cluster)
 
 
 def _cluster(args, settings):
+    from infra import stack
     from infra.native import cluster
 
     if args.action == "up":
-        cluster.start(settings)
+        if stack.in_containers(settings):
+            stack.start_profile(settings, "cluster")
+        else:
+            cluster.start(settings)
+        print(cluster.usage(settings, stack.in_containers(settings)))
+    elif stack.in_containers(settings):
+        stack.stop_profile(settings, "cluster")
     else:
         cluster.stop(settings)
     return 0

@@ -1,7 +1,8 @@
 """The whole demo in containers: every service and worker runs in the image built from the
 repository, a sale reaches Gold, the analyst's JDBC login reads and is refused DDL, the pages
-answer, Connect killed and started again loses nothing (Bronze equals Postgres), and the Silver
-and Gold the containers build equal what native Spark rebuilds from the same Bronze."""
+answer, Connect killed and started again loses nothing (Bronze equals Postgres), the Silver
+and Gold the containers build equal what native Spark rebuilds from the same Bronze, and the
+cluster and scheduler profiles run."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ import requests
 
 from bronze.tables import BRONZE_TABLES, DEBEZIUM
 from infra import stack, workers
+from infra.native import cluster
 from medallion import verify
+from orchestration import assets
 from serving import fastpath, jdbc
 from tests.compose.conftest import PROJECT
-from tests.support import assert_equals_full_rebuild, run_workload
+from tests.support import assert_equals_full_rebuild, run_lakehouse, run_workload
 
 # A sale on a day of its own, far from the seed's and the workload's, with an order id far
 # above theirs: its row in Gold is the probe's alone.
@@ -150,3 +153,41 @@ def test_silver_and_gold_built_in_containers_equal_a_native_rebuild_from_the_sam
     stack.run_in_container(services, "workers", "python", "-m", "pipeline.cli", "run")
     # Native Spark, the native mode's engine, recomputes every table from the same Bronze.
     assert_equals_full_rebuild(spark, services)
+
+
+def test_make_cluster_and_make_scheduler_start_their_containers(services, monkeypatch):
+    # Where the services run in Compose, `lakehouse cluster up` and `lakehouse scheduler up`
+    # start their profiles' containers, from the same image. On the cluster, a query whose
+    # shuffle spans both workers' executors (which read each other's shuffle files from the
+    # disk they share, as executors of one host do) gives its exact answer; the scheduler
+    # serves every table's asset. Last in the group: the workload is stopped by now.
+    for command in (("cluster", "up"), ("scheduler", "up")):
+        started = run_lakehouse(services, *command)
+        assert started.returncode == 0, started.stdout + started.stderr
+    try:
+        daemons = cluster.status(services, in_containers=True)
+        assert [(name, healthy) for name, _, healthy in daemons] == [
+            (daemon.name, True) for daemon in cluster.daemons(services)
+        ]
+        assert {"hdfs-namenode", "spark-worker-2", "scheduler", "scheduler-daemon"} <= set(_containers())
+        monkeypatch.setenv("SPARK_MASTER", cluster.master_url(services))
+        on_cluster = run_lakehouse(
+            services,
+            "sql",
+            "SELECT count(*) AS groups, sum(n) AS rows_counted FROM "
+            "(SELECT id % 97 AS k, count(*) AS n FROM range(0, 100000, 1, 4) GROUP BY k)",
+        )
+        monkeypatch.delenv("SPARK_MASTER")
+        assert on_cluster.returncode == 0, on_cluster.stdout[-2000:] + on_cluster.stderr[-4000:]
+        assert "|97    |100000      |" in on_cluster.stdout, on_cluster.stdout
+        graph = requests.post(
+            f"http://localhost:{services.scheduler_port}/graphql",
+            timeout=30,
+            json={"query": "{ assetNodes { assetKey { path } } }"},
+        ).json()
+        served = {tuple(node["assetKey"]["path"]) for node in graph["data"]["assetNodes"]}
+        assert served == {(table.layer, table.name) for table in assets.tables()}
+    finally:
+        for command in (("cluster", "down"), ("scheduler", "down")):
+            run_lakehouse(services, *command)
+    assert not {"hdfs-namenode", "spark-master", "scheduler"} & set(_containers())

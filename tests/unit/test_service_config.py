@@ -39,7 +39,7 @@ def test_every_compose_service_has_a_health_check_and_the_hosts_network_as_nativ
         assert "healthcheck" in service, name
         assert service["network_mode"] == "host", name
         assert "ports" not in service, name
-    assert set(COMPOSE["volumes"]) == {"postgres-data", "kafka-data", "hdfs-data"}
+    assert set(COMPOSE["volumes"]) == {"postgres-data", "kafka-data", "cluster-data"}
 
 
 def test_compose_runs_each_service_with_the_native_modes_code_and_settings():
