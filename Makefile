@@ -54,7 +54,7 @@ up: install env ## the whole demo: services, seed data, live workload
 scheduler: services ## the scheduled mode: Dagster's UI on http://localhost:3000 and its daemon, running every table hourly
 	$(LAKEHOUSE) scheduler up
 
-cluster: install env ## a Spark standalone master, two workers and HDFS as native processes (docs/scaling-out.md)
+cluster: install env ## a Spark standalone master, two workers and HDFS: in containers where the services run in Compose, native processes otherwise (docs/scaling-out.md)
 	$(LAKEHOUSE) cluster up
 
 down: ## stop everything `make up`, `make services`, `make scheduler` or `make cluster` started

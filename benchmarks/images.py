@@ -91,7 +91,11 @@ def _measure_with_engine() -> dict:
         finally:
             CHANGE.unlink()
         return {
-            "base_image": {"how": said, "seconds": base_seconds, "bytes": _size(BASE)},
+            "base_image": {
+                "made_with": "debootstrap" if "debootstrap" in said else "docker pull",
+                "seconds": base_seconds,
+                "bytes": _size(BASE),
+            },
             "cold_build_seconds": cold,
             "build_after_a_code_change_seconds": after_change,
             "image_bytes": _size(IMAGE),
@@ -121,9 +125,10 @@ def markdown(results: dict) -> str:
         *header("Compose images on first use", results),
         "| step | s |",
         "|---|---:|",
-        f"| the Debian base image ({base['how'] or 'already there'}) | {base['seconds']} |",
+        f"| the Debian base image, by `{base['made_with']}` | {base['seconds']} |",
         f"| the project's image, no cache | {results['cold_build_seconds']} |",
-        f"| the same after a change to the code | {results['build_after_a_code_change_seconds']} |",
+        f"| the same after a change to the layers' or apps' code | "
+        f"{results['build_after_a_code_change_seconds']} |",
         "",
         f"The image: **{results['image_bytes'] / mib:,.0f} MiB**, on a base of "
         f"{base['bytes'] / mib:,.0f} MiB:",

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+import sys
 import time
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -20,10 +22,11 @@ from bronze.tables import BRONZE_TABLES, DEBEZIUM
 from infra import stack, workers
 from infra.native import cluster
 from medallion import verify
+from medallion.invocation import lakehouse
 from orchestration import assets
 from serving import fastpath, jdbc
 from tests.compose.conftest import PROJECT
-from tests.support import assert_equals_full_rebuild, run_lakehouse, run_workload
+from tests.support import ROOT, assert_equals_full_rebuild, cli_env, run_lakehouse, run_workload
 
 # A sale on a day of its own, far from the seed's and the workload's, with an order id far
 # above theirs: its row in Gold is the probe's alone.
@@ -155,31 +158,69 @@ def test_silver_and_gold_built_in_containers_equal_a_native_rebuild_from_the_sam
     assert_equals_full_rebuild(spark, services)
 
 
-def test_make_cluster_and_make_scheduler_start_their_containers(services, monkeypatch):
+# A job on the cluster, run by the command's own Python as the driver: a Python UDF (run by
+# the executors' Python), a shuffle across both workers' executors (each reads the other's
+# shuffle files from the disk they share, as executors of one host do) and a write to HDFS.
+CLUSTER_JOB = """
+import os
+
+import pandas
+from pyspark.sql import functions as F
+from lakehouse.settings import load
+from lakehouse.spark import session
+
+settings = load()
+spark = session(settings, "compose-cluster-check", {"spark.scheduler.minRegisteredResourcesRatio": "1.0"})
+
+@F.pandas_udf("long")
+def group(ids):
+    return ids % 97
+
+@F.pandas_udf("string")
+def executor(ids):  # an executor's working directory: <worker's dir>/<application>/<executor>
+    return pandas.Series([os.getcwd()] * len(ids))
+
+path = settings.warehouse + "/cluster-check"
+rows = spark.range(0, 100000, 1, 4).select(group("id").alias("k"), executor("id").alias("executor"))
+rows.groupBy("k").agg(F.count(F.lit(1)).alias("n"), F.collect_set("executor").alias("executors")).write.mode(
+    "overwrite"
+).parquet(path)
+written = spark.read.parquet(path)
+executors = written.select(F.explode("executors")).distinct().count()
+print("executors, groups, rows:", executors, written.count(), written.agg(F.sum("n")).first()[0])
+"""
+
+
+def test_make_cluster_and_make_scheduler_start_their_containers(services):
     # Where the services run in Compose, `lakehouse cluster up` and `lakehouse scheduler up`
-    # start their profiles' containers, from the same image. On the cluster, a query whose
-    # shuffle spans both workers' executors (which read each other's shuffle files from the
-    # disk they share, as executors of one host do) gives its exact answer; the scheduler
-    # serves every table's asset. Last in the group: the workload is stopped by now.
-    for command in (("cluster", "up"), ("scheduler", "up")):
-        started = run_lakehouse(services, *command)
-        assert started.returncode == 0, started.stdout + started.stderr
+    # start their profiles' containers, from the same image (the two at once). A job runs on
+    # the cluster with the variables `cluster up` prints; the scheduler serves every table's
+    # asset. Last in the group: the workload is stopped by now.
+    scheduler = subprocess.Popen(
+        lakehouse("scheduler", "up"), cwd=ROOT, env=cli_env(services), stdout=subprocess.PIPE, text=True
+    )
     try:
+        started = run_lakehouse(services, "cluster", "up")
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert scheduler.wait(timeout=300) == 0, scheduler.stdout.read()
         daemons = cluster.status(services, in_containers=True)
         assert [(name, healthy) for name, _, healthy in daemons] == [
             (daemon.name, True) for daemon in cluster.daemons(services)
         ]
         assert {"hdfs-namenode", "spark-worker-2", "scheduler", "scheduler-daemon"} <= set(_containers())
-        monkeypatch.setenv("SPARK_MASTER", cluster.master_url(services))
-        on_cluster = run_lakehouse(
-            services,
-            "sql",
-            "SELECT count(*) AS groups, sum(n) AS rows_counted FROM "
-            "(SELECT id % 97 AS k, count(*) AS n FROM range(0, 100000, 1, 4) GROUP BY k)",
+        printed = dict(re.findall(r"\b([A-Z_]+)=(\S+)", started.stdout))
+        expected = {"SPARK_MASTER", "LAKEHOUSE_WAREHOUSE", "SPARK_EXECUTOR_PYTHON"}
+        assert set(printed) == expected, started.stdout
+        job = subprocess.run(
+            [sys.executable, "-c", CLUSTER_JOB],
+            cwd=ROOT,
+            env={**cli_env(services), **printed},
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
-        monkeypatch.delenv("SPARK_MASTER")
-        assert on_cluster.returncode == 0, on_cluster.stdout[-2000:] + on_cluster.stderr[-4000:]
-        assert "|97    |100000      |" in on_cluster.stdout, on_cluster.stdout
+        assert job.returncode == 0, job.stdout[-2000:] + job.stderr[-4000:]
+        assert job.stdout.splitlines()[-1] == "executors, groups, rows: 2 97 100000"
         graph = requests.post(
             f"http://localhost:{services.scheduler_port}/graphql",
             timeout=30,
@@ -188,6 +229,7 @@ def test_make_cluster_and_make_scheduler_start_their_containers(services, monkey
         served = {tuple(node["assetKey"]["path"]) for node in graph["data"]["assetNodes"]}
         assert served == {(table.layer, table.name) for table in assets.tables()}
     finally:
+        scheduler.wait(timeout=300)
         for command in (("cluster", "down"), ("scheduler", "down")):
             run_lakehouse(services, *command)
     assert not {"hdfs-namenode", "spark-master", "scheduler"} & set(_containers())
