@@ -27,6 +27,9 @@ from lakehouse.settings import Settings
 ROOT = Path(__file__).resolve().parent.parent
 HOST_CERTIFICATE_AUTHORITIES = Path("/usr/local/share/ca-certificates")
 COMPOSE = ["docker", "compose", "-f", str(ROOT / "docker-compose.yml")]
+# The label of the project's image (infra/docker/Dockerfile): unnamed images that carry it
+# are earlier builds, replaced.
+IMAGE_LABEL = "org.opencontainers.image.title=retailmax"
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,10 @@ def start(settings: Settings, mode: str = "auto", report=print) -> str:
         _compose(settings, "up", "--build", "-d", "--wait", postgres.name)
         metastore.ensure(settings)
         _compose(settings, "up", "-d", "--wait")
+        # The images earlier builds left unnamed, now that no container runs them.
+        subprocess.run(
+            ["docker", "image", "prune", "--force", "--filter", f"label={IMAGE_LABEL}"], capture_output=True
+        )
     else:
         for service in (postgres, *others):
             began = time.monotonic()
