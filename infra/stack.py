@@ -5,6 +5,10 @@ native processes (infra/native). The mode chosen by `up` is remembered under `.l
 so that `down` stops exactly what `up` started.
 """
 
+# Why one module: every function here answers one question in both modes (start, stop,
+# status, one service, a profile), and the choice between them is the mode file it keeps;
+# split by mode, each caller would make that choice again.
+
 from __future__ import annotations
 
 import json
@@ -14,6 +18,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from bronze.tables import personal_columns
 from infra import metastore
@@ -118,8 +124,6 @@ def start_demo_containers(settings: Settings) -> None:
 
 
 def _profile_services(profile: str) -> list[str]:
-    import yaml
-
     declared = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
     return [name for name, service in declared.items() if profile in service.get("profiles", [])]
 

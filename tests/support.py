@@ -18,6 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+import requests
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from bronze.job import BronzeJob
@@ -54,6 +55,16 @@ def cli_env(settings) -> dict[str, str]:
     `settings` as variables, which the command's `load()` reads back (the session's own
     warehouse, catalog and ports, not the demo's)."""
     return {**os.environ, **settings.environment()}
+
+
+def served_assets(settings) -> set[tuple[str, ...]]:
+    """The asset keys the scheduler's webserver on `settings`' port serves, from its GraphQL API."""
+    answer = requests.post(
+        f"http://localhost:{settings.scheduler_port}/graphql",
+        timeout=30,
+        json={"query": "{ assetNodes { assetKey { path } } }"},
+    ).json()
+    return {tuple(node["assetKey"]["path"]) for node in answer["data"]["assetNodes"]}
 
 
 def run_lakehouse(settings, *arguments: str, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -26,7 +26,14 @@ from medallion.invocation import lakehouse
 from orchestration import assets
 from serving import fastpath, jdbc
 from tests.compose.conftest import PROJECT
-from tests.support import ROOT, assert_equals_full_rebuild, cli_env, run_lakehouse, run_workload
+from tests.support import (
+    ROOT,
+    assert_equals_full_rebuild,
+    cli_env,
+    run_lakehouse,
+    run_workload,
+    served_assets,
+)
 
 # A sale on a day of its own, far from the seed's and the workload's, with an order id far
 # above theirs: its row in Gold is the probe's alone.
@@ -221,13 +228,7 @@ def test_make_cluster_and_make_scheduler_start_their_containers(services):
         )
         assert job.returncode == 0, job.stdout[-2000:] + job.stderr[-4000:]
         assert job.stdout.splitlines()[-1] == "executors, groups, rows: 2 97 100000"
-        graph = requests.post(
-            f"http://localhost:{services.scheduler_port}/graphql",
-            timeout=30,
-            json={"query": "{ assetNodes { assetKey { path } } }"},
-        ).json()
-        served = {tuple(node["assetKey"]["path"]) for node in graph["data"]["assetNodes"]}
-        assert served == {(table.layer, table.name) for table in assets.tables()}
+        assert served_assets(services) == {(table.layer, table.name) for table in assets.tables()}
     finally:
         scheduler.wait(timeout=300)
         for command in (("cluster", "down"), ("scheduler", "down")):

@@ -18,7 +18,7 @@ from medallion import verify
 from medallion.tables import derived_tables
 from orchestration import assets, definitions, service
 from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
-from tests.support import drain_until_equal, run_tables, run_workload
+from tests.support import drain_until_equal, run_tables, run_workload, served_assets
 
 
 @pytest.fixture(scope="module")
@@ -145,13 +145,7 @@ def test_the_scheduler_serves_the_graph_and_stops(services, tmp_path):
     service.start(settings, report=lambda _: None)
     try:
         assert requests.get(f"http://localhost:{settings.scheduler_port}/server_info", timeout=5).ok
-        answer = requests.post(
-            f"http://localhost:{settings.scheduler_port}/graphql",
-            timeout=30,
-            json={"query": "{ assetNodes { assetKey { path } } }"},
-        ).json()
-        served = {tuple(node["assetKey"]["path"]) for node in answer["data"]["assetNodes"]}
-        assert served == {(t.layer, t.name) for t in [*BRONZE_TABLES, *derived_tables()]}
+        assert served_assets(settings) == {(t.layer, t.name) for t in [*BRONZE_TABLES, *derived_tables()]}
         # What a page on another site could make the user's browser send is refused.
         graphql = f"http://localhost:{settings.scheduler_port}/graphql"
         wipe = "mutation { wipeAssets(assetPartitionRanges: []) { __typename } }"
