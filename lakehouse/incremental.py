@@ -31,10 +31,11 @@ commits' changes are read again, and recomputed again, by the next run.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from functools import reduce
 
@@ -228,13 +229,18 @@ class Runner:
             self.spark, source.table.path(self.settings), consumed[name], ends[name]
         )
 
-    def full_result(self, table: DerivedTable) -> tuple[DataFrame, DataFrame]:
+    @contextlib.contextmanager
+    def full_result(self, table: DerivedTable) -> Iterator[tuple[DataFrame, DataFrame]]:
         """What `--full-refresh` would write, without writing it: the transform over the
         inputs' whole snapshots, split by the gate into the rows promoted to the table and
-        the rows kept out (with `quarantine_rules` and `quarantine_status`)."""
-        result = self._transform(table, self._snapshots(table))
-        verdict = self.gate.validate(table.name, table.rules, table.record_key, result, self.clock())
-        return sides(result, verdict, list(table.record_key))
+        the rows kept out (with `quarantine_rules` and `quarantine_status`). The transform
+        is computed once, and held while the caller reads both sides."""
+        result = self._transform(table, self._snapshots(table)).persist()
+        try:
+            verdict = self.gate.validate(table.name, table.rules, table.record_key, result, self.clock())
+            yield sides(result, verdict, list(table.record_key))
+        finally:
+            result.unpersist()
 
     def record_results(self) -> None:
         """Writes the validation results gathered since the last call to each layer's

@@ -145,21 +145,41 @@ def _oversized_changes(spark: SparkSession, settings: Settings, table: BronzeTab
 
 
 def _compare(name: str, expected: DataFrame, actual: DataFrame, keys: list[str]) -> Verdict:
-    expected, actual = expected.cache(), actual.cache()
-    try:
-        missing, extra = expected.exceptAll(actual), actual.exceptAll(expected)
-        duplicated = actual.groupBy(*keys).count().where("count > 1").count()
-        return Verdict(
-            name,
-            expected.count(),
-            missing.count(),
-            extra.count(),
-            duplicated,
-            f"missing e.g. {missing.limit(2).collect()}, extra e.g. {extra.limit(2).collect()}",
+    """`actual` against `expected` as multisets of rows, and `actual`'s keys held more than
+    once: one Spark job counts each distinct row on both sides, and a second, only when they
+    differ, fetches examples."""
+    side = F.col("_side")
+    counted = (
+        expected.withColumn("_side", F.lit(1))
+        .unionByName(actual.select(expected.columns).withColumn("_side", F.lit(-1)))
+        .groupBy(*expected.columns)
+        .agg(F.count_if(side == 1).alias("_expected"), F.count_if(side == -1).alias("_actual"))
+    )
+    missing, extra = F.col("_expected") - F.col("_actual"), F.col("_actual") - F.col("_expected")
+    rows, missing_rows, extra_rows, duplicated = (
+        counted.groupBy(*keys)
+        .agg(
+            F.sum("_expected").alias("rows"),
+            F.sum(F.greatest(missing, F.lit(0))).alias("missing"),
+            F.sum(F.greatest(extra, F.lit(0))).alias("extra"),
+            F.sum("_actual").alias("held"),
         )
-    finally:
-        expected.unpersist()
-        actual.unpersist()
+        .agg(
+            F.sum("rows"),
+            F.sum("missing"),
+            F.sum("extra"),
+            F.count_if(F.col("held") > 1),
+        )
+        .first()
+    )
+    sample = ""
+    if missing_rows or extra_rows:
+        differing = counted.where(missing != 0).limit(20).collect()
+        sample = (
+            f"missing e.g. {[r[:-2] for r in differing if r._expected > r._actual][:2]}, "
+            f"extra e.g. {[r[:-2] for r in differing if r._actual > r._expected][:2]}"
+        )
+    return Verdict(name, rows or 0, missing_rows or 0, extra_rows or 0, duplicated, sample)
 
 
 def bronze_against_topic(spark: SparkSession, settings: Settings, table: BronzeTable) -> list[Verdict]:
@@ -221,15 +241,15 @@ def bronze(
 def derived_against_rebuild(spark: SparkSession, settings: Settings, table: DerivedTable) -> list[Verdict]:
     """The table against the rows a full rebuild promotes, and its quarantine against the rows
     the rebuild keeps out, rules and status included: apart, so a row on the wrong side shows."""
-    promoted, kept_out = Runner(spark, settings).full_result(table)
     keys = list(table.record_key)
     quarantine = table.quarantine
-    held = (
-        snapshot(spark, quarantine, settings).select(kept_out.columns)
-        if exists(spark, quarantine.path(settings))
-        else kept_out.limit(0)
-    )
-    return [
-        _compare(table.name, promoted, snapshot(spark, table, settings).select(promoted.columns), keys),
-        _compare(quarantine.name, kept_out, held, keys),
-    ]
+    with Runner(spark, settings).full_result(table) as (promoted, kept_out):
+        held = (
+            snapshot(spark, quarantine, settings).select(kept_out.columns)
+            if exists(spark, quarantine.path(settings))
+            else kept_out.limit(0)
+        )
+        return [
+            _compare(table.name, promoted, snapshot(spark, table, settings), keys),
+            _compare(quarantine.name, kept_out, held, keys),
+        ]
