@@ -230,7 +230,7 @@ def _settle(spark: SparkSession, settings: Settings, timeout: float, report) -> 
             if all(v.equal for v in verdicts) or time.monotonic() > deadline:
                 break
             report("chaos: Bronze not yet equal to Postgres; draining again")
-            time.sleep(5)
+            time.sleep(1)
     runner = Runner(spark, settings)
     try:
         for table in derived_tables():
