@@ -342,7 +342,7 @@ class Runner:
                 held = held.join(affected, keys, "left_semi")
             released = held.join(verdict.quarantined.select(keys), keys, "left_anti")
             kept_out = kept_out.unionByName(released.withColumn(DELETED, F.lit(True)))
-        elif not verdict.quarantined.take(1):
+        elif not verdict.keeps_out:
             return
         kept_out = kept_out.persist()
         try:

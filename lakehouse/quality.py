@@ -70,6 +70,16 @@ class Verdict:
     def failures(self) -> list[Outcome]:
         return [o for o in self.outcomes if not o.success and o.rule.tier == FAIL]
 
+    @property
+    def keeps_out(self) -> bool:
+        """Whether `quarantined` holds a row, known without a Spark job."""
+        return any(o.failing_keys for o in _quarantining(self.outcomes))
+
+
+def _quarantining(outcomes: list[Outcome]) -> list[Outcome]:
+    """The outcomes whose failing rows go to the quarantine."""
+    return [o for o in outcomes if not o.success and o.rule.tier == QUARANTINE]
+
 
 def docs_dir(quality_dir: Path) -> Path:
     """Where the Data Docs site is built: a static site, index.html at its root."""
@@ -347,8 +357,7 @@ class Gate:
         key_fields = [schema[k] for k in keys]
         failing = [
             (*(row[k] for k in keys), o.rule.name, o.rule.waits_for is not None)
-            for o in outcomes
-            if not o.success and o.rule.tier == QUARANTINE
+            for o in _quarantining(outcomes)
             for row in o.failing_keys
         ]
         broken = self.spark.createDataFrame(
