@@ -6,6 +6,9 @@ Gold in process and checking them, and sending clicks. Fixtures stay in the conf
 Its assertions are rewritten by pytest as a test module's are (tests/conftest.py registers
 it), so a failing one shows its values."""
 
+# Why one module: pytest rewrites the assertions of this one registered module; helpers split
+# across several would each need registering, and tests would hunt for them in more places.
+
 from __future__ import annotations
 
 import os
