@@ -67,3 +67,16 @@ BEGIN
     END IF;
 END
 $$;
+
+-- A COPY writes the rows of a table page as one WAL record, so they share one LSN. Debezium
+-- 3.7.0 resumes after the whole record when the offset Connect stored last was the first of
+-- its rows, and the rest of them never reach Kafka. A BEFORE INSERT row trigger makes COPY
+-- insert row by row, one record and one LSN per row, where that resume point is exact.
+CREATE OR REPLACE FUNCTION retail.one_wal_record_per_row() RETURNS trigger
+    LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+CREATE OR REPLACE TRIGGER one_wal_record_per_row BEFORE INSERT ON retail.customer_master
+    FOR EACH ROW EXECUTE FUNCTION retail.one_wal_record_per_row();
+CREATE OR REPLACE TRIGGER one_wal_record_per_row BEFORE INSERT ON retail.product_catalog
+    FOR EACH ROW EXECUTE FUNCTION retail.one_wal_record_per_row();
+CREATE OR REPLACE TRIGGER one_wal_record_per_row BEFORE INSERT ON retail.sales_transactions
+    FOR EACH ROW EXECUTE FUNCTION retail.one_wal_record_per_row();
