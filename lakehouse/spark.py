@@ -220,8 +220,30 @@ def session(
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    _drop_unused_hadoop_defaults(spark)
     _ship_packages_to_executors(spark)
     return spark
+
+
+# The defaults files of Hadoop's YARN and MapReduce, which no job here uses: Hadoop's client
+# classes add them to every configuration, two thirds of a session's entries. Hudi serializes
+# the session's whole Hadoop configuration into each task it ships and each table it opens,
+# so every entry costs every write and read (CHANGELOG.md has the measurement). A part that
+# adds a defaults file of its own later (HDFS's client does) makes Hadoop load them again.
+UNUSED_HADOOP_DEFAULTS = ("yarn-default.xml", "mapred-default.xml")
+
+
+def _drop_unused_hadoop_defaults(spark: SparkSession) -> None:
+    """Unsets the session's Hadoop entries that come from UNUSED_HADOOP_DEFAULTS alone; an
+    entry set anywhere else (spark.hadoop.*, a site file) stays."""
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    entries, unused = conf.iterator(), []
+    while entries.hasNext():
+        key = entries.next().getKey()
+        if list(conf.getPropertySources(key) or []) in ([name] for name in UNUSED_HADOOP_DEFAULTS):
+            unused.append(key)
+    for key in unused:
+        conf.unset(key)
 
 
 def _ship_packages_to_executors(spark: SparkSession) -> None:

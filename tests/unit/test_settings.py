@@ -282,3 +282,17 @@ def test_settings_are_built_with_keywords_and_keep_their_declared_defaults():
     )
     assert (built.pg_port, built.spark_ui, built.schedule_cron) == (5432, True, "0 * * * *")
     assert settings.Settings.thrift_os_user == "retailmax-jdbc"
+
+
+def test_a_session_ships_hadoops_core_settings_without_the_yarn_and_mapreduce_defaults(spark):
+    """Hudi serializes the session's Hadoop configuration into every task it ships."""
+    from lakehouse.spark import UNUSED_HADOOP_DEFAULTS
+
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    sources = []
+    entries = conf.iterator()
+    while entries.hasNext():
+        sources.append(tuple(conf.getPropertySources(entries.next().getKey()) or ()))
+    assert not [s for s in sources if s and s[0] in UNUSED_HADOOP_DEFAULTS]
+    assert conf.get("fs.defaultFS") == "file:///"  # core-default.xml's, which Hudi reads
+    assert conf.get("yarn.resourcemanager.address") is None
