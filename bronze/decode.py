@@ -20,7 +20,9 @@ change's key in Kafka must be its row's key. Each of these is quarantined with i
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -164,14 +166,11 @@ def _field_checks(image: Column, table: BronzeTable) -> list[tuple[Column, Colum
 JSON_DEFECT = "retailmax_json_defect"
 
 
-def _json_defects(messages: DataFrame) -> Column:
-    """Why each `raw_value` is not exactly one JSON object, or null."""
-    session = messages.sparkSession
+def _register_json_defect(session: SparkSession) -> None:
     # Once per session (each stream runs in a session of its own): registering again
     # replaces the function and logs a warning on every batch.
     if not session.catalog.functionExists(JSON_DEFECT):
         session.udf.registerJavaFunction(JSON_DEFECT, "org.retailmax.bronze.JsonDefect", StringType())
-    return F.call_udf(JSON_DEFECT, F.col("raw_value"))
 
 
 def _key_checks(raw_key: Column, image: Column, table: BronzeTable) -> list[tuple[Column, Column]]:
@@ -204,12 +203,25 @@ def _parse(raw_value: Column, fields: list[StructField]) -> Column:
     return F.from_json(raw_value, schema, {"columnNameOfCorruptRecord": CORRUPT_RECORD})
 
 
-def _parse_checked(messages: DataFrame, name: str, fields: list[StructField]) -> DataFrame:
-    """`messages` with `_defect` (why a value is not exactly one JSON object) and, for the
+# One step of decoding a batch: a DataFrame to the next (bronze.decode.Decoder).
+Step = Callable[[DataFrame], DataFrame]
+
+
+def _parse_checked(name: str, fields: list[StructField]) -> list[Step]:
+    """The steps that add `_defect` (why a value is not exactly one JSON object) and, for the
     values without one, their parse as column `name`: Spark's parser never sees what the
     strict check refused (a value nested deeper than its parser allows would fail the batch)."""
-    checked = messages.withColumn("_defect", _json_defects(messages))
-    return checked.withColumn(name, F.when(F.col("_defect").isNull(), _parse(F.col("raw_value"), fields)))
+    defect = F.call_udf(JSON_DEFECT, F.col("raw_value"))
+    parsed = F.when(F.col("_defect").isNull(), _parse(F.col("raw_value"), fields))
+    return [_with_column("_defect", defect), _with_column(name, parsed)]
+
+
+def _with_column(name: str, column: Column) -> Step:
+    return lambda frame: frame.withColumn(name, column)
+
+
+def _select(*columns: Column | str) -> Step:
+    return lambda frame: frame.select(*columns)
 
 
 def _not_an_object(parsed: Column) -> Column:
@@ -219,8 +231,8 @@ def _not_an_object(parsed: Column) -> Column:
 KAFKA_COLUMNS = ("raw_key", "raw_value", "_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_ts")
 
 
-def _kafka_columns(raw: DataFrame) -> DataFrame:
-    return raw.select(
+def _kafka_columns() -> list[Column]:
+    return [
         # Decoded, not cast: a cast keeps bytes that are not UTF-8 inside the string, which
         # fails whatever reads it next (Arrow, for the strict JSON check). Decoding replaces
         # them (U+FFFD), so the text stays readable and searchable in the quarantine, and the
@@ -232,7 +244,7 @@ def _kafka_columns(raw: DataFrame) -> DataFrame:
         F.col("partition").alias("_kafka_partition"),
         F.col("offset").alias("_kafka_offset"),
         F.col("timestamp").alias("_kafka_ts"),
-    )
+    ]
 
 
 def _partition_column(image: Column, table: BronzeTable) -> Column:
@@ -243,7 +255,7 @@ def _partition_column(image: Column, table: BronzeTable) -> Column:
     return _typed(image[partitioning.column], table.columns[partitioning.column])
 
 
-def _debezium(messages: DataFrame, table: BronzeTable, plausible: Plausible) -> DataFrame:
+def _debezium(table: BronzeTable, plausible: Plausible) -> list[Step]:
     # Images are parsed as maps, not structs of the declared columns, so that the fields a
     # message has beyond them are seen too.
     image_type = MapType(StringType(), StringType())
@@ -254,12 +266,10 @@ def _debezium(messages: DataFrame, table: BronzeTable, plausible: Plausible) -> 
         StructField("source", _as_strings(["lsn", "ts_ms"])),
         StructField(OVERSIZED_FIELD, _as_strings(["bytes", "limit", "left_out"])),
     ]
-    parsed = _parse_checked(messages, "_m", envelope)
     op = F.col("_m.op")
     oversized = F.col(f"_m.{OVERSIZED_FIELD}")
     # A delete carries the old row (REPLICA IDENTITY FULL); every other op the new one.
     image = F.when(op == "d", F.col("_m.before")).otherwise(F.col("_m.after"))
-    parsed = parsed.withColumn("_image", image)
     source_ms = F.col("_m.source.ts_ms")
     checks = [
         (~F.col("_utf8"), F.lit("not UTF-8 text")),
@@ -323,22 +333,27 @@ def _debezium(messages: DataFrame, table: BronzeTable, plausible: Plausible) -> 
             partition_value(table.partitioning, after)
         )
         moved_from = [F.when((op == "u") & moved, before).alias(MOVED_FROM)]
-    return parsed.select(
-        *KAFKA_COLUMNS,
-        LANDED_AT,
-        "_image",
-        *moved_from,
-        F.array_join(F.array_sort(F.map_keys("_image")), ",").alias(IMAGE_FIELDS),
-        _first_error(checks).alias("error"),
-        op.alias("_op"),
-        F.col("_m.source.lsn").cast("long").alias("_source_lsn"),
-        F.when(plausible.millis(source_ms), F.timestamp_millis(source_ms.cast("long"))).alias("_source_ts"),
-        (op == "d").alias("_hoodie_is_deleted"),
-    )
+    return [
+        *_parse_checked("_m", envelope),
+        _with_column("_image", image),
+        _select(
+            *KAFKA_COLUMNS,
+            LANDED_AT,
+            "_image",
+            *moved_from,
+            F.array_join(F.array_sort(F.map_keys("_image")), ",").alias(IMAGE_FIELDS),
+            _first_error(checks).alias("error"),
+            op.alias("_op"),
+            F.col("_m.source.lsn").cast("long").alias("_source_lsn"),
+            F.when(plausible.millis(source_ms), F.timestamp_millis(source_ms.cast("long"))).alias(
+                "_source_ts"
+            ),
+            (op == "d").alias("_hoodie_is_deleted"),
+        ),
+    ]
 
 
-def _json_event(messages: DataFrame, table: BronzeTable, plausible: Plausible) -> DataFrame:
-    parsed = _parse_checked(messages, "_image", _as_strings(table.columns).fields)
+def _json_event(table: BronzeTable, plausible: Plausible) -> list[Step]:
     checks = [
         (~F.col("_utf8"), F.lit("not UTF-8 text")),
         (F.col("_defect").isNotNull(), F.col("_defect")),
@@ -354,13 +369,77 @@ def _json_event(messages: DataFrame, table: BronzeTable, plausible: Plausible) -
             if table.columns.get(name) == "timestamp"
         ],
     ]
-    return parsed.select(
-        *KAFKA_COLUMNS,
-        LANDED_AT,
-        "_image",
-        _first_error(checks).alias("error"),
-        F.lit(False).alias("_hoodie_is_deleted"),
-    )
+    return [
+        *_parse_checked("_image", _as_strings(table.columns).fields),
+        _select(
+            *KAFKA_COLUMNS,
+            LANDED_AT,
+            "_image",
+            _first_error(checks).alias("error"),
+            F.lit(False).alias("_hoodie_is_deleted"),
+        ),
+    ]
+
+
+# Decoders by table (as it lands) and plausible limits: see `Decoder.of`.
+_DECODERS: dict[tuple[str, str, int], Decoder] = {}
+
+
+class Decoder:
+    """What `classify` does to one table's messages, as steps over a batch's DataFrame. The
+    steps' column expressions are built once per process (`Decoder.of`): building them takes
+    about a thousand calls from Python into the JVM, half a second for a CDC table, which
+    every batch paid when each built its own.
+
+    Only the limits of `plausible` shape the expressions; the batch's own facts (when it
+    lands, the source's WAL position) are data that `classify` joins in."""
+
+    @classmethod
+    def of(cls, table: BronzeTable, plausible: Plausible | None = None) -> Decoder:
+        """The process's decoder for `table` (as it lands, carried columns included) and the
+        limits of `plausible`: a drain starts its streams anew, and each would build the same."""
+        plausible = plausible or Plausible()
+        key = (repr(table), plausible.earliest, plausible.ahead_seconds)
+        if key not in _DECODERS:
+            _DECODERS[key] = cls(table, plausible)
+        return _DECODERS[key]
+
+    def __init__(self, table: BronzeTable, plausible: Plausible | None = None):
+        plausible = plausible or Plausible()
+        self.kafka_columns = _kafka_columns()
+        self.steps = [
+            *(_debezium if table.envelope == DEBEZIUM else _json_event)(table, plausible),
+            self._flattened(table),
+        ]
+
+    @staticmethod
+    def _flattened(table: BronzeTable) -> Step:
+        columns = [
+            _typed(F.col("_image")[name], spark_type).alias(name)
+            for name, spark_type in table.columns.items()
+        ]
+        if table.partitioning and table.partitioning.from_ts:
+            columns.append(_partition_column(F.col("_image"), table).alias(table.partitioning.column))
+        # The raw message is only kept for quarantine; for good rows it would be dead weight.
+        failed = F.col("error").isNotNull()
+        raw_columns = [F.when(failed, F.col(name)).alias(name) for name in ("raw_key", "raw_value")]
+
+        def flatten(decoded: DataFrame) -> DataFrame:
+            kept = [name for name in decoded.columns if name not in ("_image", "raw_key", "raw_value")]
+            return decoded.select(*raw_columns, *kept, *columns)
+
+        return flatten
+
+    def classify(self, raw: DataFrame, plausible: Plausible | None = None) -> DataFrame:
+        """See `classify`; `plausible` carries the batch's facts."""
+        plausible = plausible or Plausible()
+        session = raw.sparkSession
+        _register_json_defect(session)
+        # What differs from batch to batch joins as data, not as literals: Spark writes
+        # literals into the Java code it generates for a plan, so every batch would miss the
+        # cache of generated classes and compile its plans anew (Janino, then the JIT).
+        messages = raw.select(*self.kafka_columns).crossJoin(F.broadcast(plausible.batch(session)))
+        return functools.reduce(lambda decoded, step: step(decoded), self.steps, messages)
 
 
 def classify(raw: DataFrame, table: BronzeTable, plausible: Plausible | None = None) -> DataFrame:
@@ -368,22 +447,7 @@ def classify(raw: DataFrame, table: BronzeTable, plausible: Plausible | None = N
     each decoded into the table's typed columns and lineage, with its `error` (null when it
     decodes). Flat columns only: it is cached per batch, and Spark caches nested structs
     far more slowly than flat columns."""
-    plausible = plausible or Plausible()
-    # What differs from batch to batch joins as data, not as literals: Spark writes literals
-    # into the Java code it generates for a plan, so every batch would miss the cache of
-    # generated classes and compile its plans anew (Janino, then the JIT).
-    messages = _kafka_columns(raw).crossJoin(F.broadcast(plausible.batch(raw.sparkSession)))
-    decoded = (_debezium if table.envelope == DEBEZIUM else _json_event)(messages, table, plausible)
-    columns = [
-        _typed(F.col("_image")[name], spark_type).alias(name) for name, spark_type in table.columns.items()
-    ]
-    if table.partitioning and table.partitioning.from_ts:
-        columns.append(_partition_column(F.col("_image"), table).alias(table.partitioning.column))
-    # The raw message is only kept for quarantine; for good rows it would be dead weight.
-    failed = F.col("error").isNotNull()
-    raw_columns = [F.when(failed, F.col(name)).alias(name) for name in ("raw_key", "raw_value")]
-    kept = [name for name in decoded.columns if name not in ("_image", "raw_key", "raw_value")]
-    return decoded.select(*raw_columns, *kept, *columns)
+    return Decoder.of(table, plausible).classify(raw, plausible)
 
 
 def lineage_columns(table: BronzeTable) -> tuple[str, ...]:
@@ -410,7 +474,7 @@ UNLANDABLE = "could not be landed"
 def unlandable(raw: DataFrame, reason: str) -> DataFrame:
     """Raw Kafka records as quarantine rows, decoding nothing, for messages whose decoding
     or writing itself fails (bronze/job.py): their error is UNLANDABLE and the reason."""
-    return _kafka_columns(raw).select(
+    return raw.select(*_kafka_columns()).select(
         *QUARANTINE_COLUMNS[:-2],
         F.lit(f"{UNLANDABLE}: {reason}").alias("error"),
         F.current_timestamp().alias("_quarantined_at"),

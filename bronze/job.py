@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery, StreamingQueryException
 
-from bronze.decode import IMAGE_FIELDS, Plausible, classify, lineage_columns, split, unlandable
+from bronze.decode import IMAGE_FIELDS, Decoder, Plausible, lineage_columns, split, unlandable
 from bronze.schema import SchemaChange, SourceColumn, reconcile, source_columns, unexplained_fields
 from bronze.tables import BRONZE_TABLES, DEBEZIUM, BronzeTable
 from ingestion import database, topics
@@ -97,7 +97,8 @@ class Landing:
         latest_lsn = database.current_wal_lsn(self.settings) if cdc else None
         # Parsed once and cached: the counts and both writes read it, and Hudi's upsert reads
         # its input more than once.
-        classified = classify(raw, table, Plausible.of(self.settings, latest_lsn)).persist()
+        plausible = Plausible.of(self.settings, latest_lsn)
+        classified = Decoder.of(table, plausible).classify(raw, plausible).persist()
         try:
             # A change was made when Postgres committed it; an event, when it reached Kafka.
             made = F.coalesce("_source_ts", "_kafka_ts") if cdc else F.col("_kafka_ts")

@@ -1,7 +1,8 @@
 """The project's Java classes, compiled from the sources beside the feature each serves:
 
-- for Spark, one jar: the JDBC server's sign-in and read-only guard (serving/jvm/) and the
-  Bronze decoder's strict JSON check (bronze/jvm/), compiled against PySpark's own jars.
+- for Spark, one jar: the JDBC server's sign-in and read-only guard (serving/jvm/), the
+  Bronze decoder's strict JSON check (bronze/jvm/) and the sessions' pruning of Hadoop
+  defaults (lakehouse/jvm/), compiled against PySpark's own jars.
   Every Spark session loads it (spark.jars).
 - for Kafka Connect, a plugin: the guard that keeps an oversized change event from failing
   the Debezium connector (ingestion/jvm/), compiled against Kafka's jars.
@@ -25,7 +26,7 @@ import pyspark
 from lakehouse.settings import ConfigurationError
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCE_DIRS = (ROOT / "bronze" / "jvm", ROOT / "serving" / "jvm")
+SOURCE_DIRS = (ROOT / "lakehouse" / "jvm", ROOT / "bronze" / "jvm", ROOT / "serving" / "jvm")
 CONNECT_SOURCE_DIRS = (ROOT / "ingestion" / "jvm",)
 SPARK_JARS = Path(pyspark.__file__).resolve().parent / "jars"
 # The class files run on the JVM that runs Spark and Connect (17), whichever newer javac

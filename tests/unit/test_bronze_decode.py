@@ -248,6 +248,24 @@ def test_a_change_beyond_the_sources_wal_position_is_not_believed(spark):
     ]
 
 
+def test_one_decoder_decodes_each_batch_of_a_stream_with_that_batchs_own_facts(spark):
+    """A stream builds its decoding once (bronze/job.py); what differs per batch, such as
+    the source's WAL position, still comes from each batch."""
+    from bronze.decode import Decoder, Plausible
+
+    decoder = Decoder.of(SALES_TRANSACTIONS, Plausible())
+    value = envelope("u", SALE, SALE, lsn=6000)
+    raw = kafka(spark, SALES_TRANSACTIONS.topic, value, keys=[kafka_key(SALES_TRANSACTIONS, value)])
+    verdicts = [
+        decoder.classify(raw, Plausible(latest_lsn=latest)).select("_source_lsn", "error").collect()
+        for latest in (5000, 7000)
+    ]
+    assert verdicts == [
+        [(6000, "implausible source.lsn '6000' (beyond the source's WAL position 5000)")],
+        [(6000, None)],
+    ]
+
+
 def test_the_plausible_range_is_a_setting(spark, monkeypatch):
     from bronze.decode import Plausible
     from lakehouse import settings
