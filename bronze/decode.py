@@ -404,8 +404,7 @@ class Decoder:
             _DECODERS[key] = cls(table, plausible)
         return _DECODERS[key]
 
-    def __init__(self, table: BronzeTable, plausible: Plausible | None = None):
-        plausible = plausible or Plausible()
+    def __init__(self, table: BronzeTable, plausible: Plausible):
         self.kafka_columns = _kafka_columns()
         self.steps = [
             *(_debezium if table.envelope == DEBEZIUM else _json_event)(table, plausible),
