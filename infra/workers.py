@@ -142,8 +142,7 @@ def supervise_once(
     now = time.time() if now is None else now
     for name, command in commands.items():
         process, exits = worker(settings, name), Exits.load(settings, name)
-        # Its pid file is there (`stop` removes it) but names no process: it exited by itself.
-        if not process.pid_file.exists() or process.running() or exits.gave_up:
+        if not process.exited() or exits.gave_up:
             continue
         exits.times = [t for t in exits.times if now - t < RESTART_WINDOW] + [now]
         exits.last_error = last_error(tail(process.log, 60))

@@ -143,6 +143,16 @@ class BackgroundProcess:
     def running(self) -> bool:
         return self.pid is not None
 
+    def exited(self) -> bool:
+        """Whether the process ended without being stopped: its pid file, which `stop`
+        removes first, still names it, and it no longer runs. Read once, so that a stop
+        under way is never taken for an exit."""
+        try:
+            pid = int(self.pid_file.read_text())
+        except (FileNotFoundError, ValueError):  # stopped, or a start writing it now
+            return False
+        return not _alive(pid)
+
     def start(
         self,
         command: list[str],
@@ -170,33 +180,45 @@ class BackgroundProcess:
 
     def stop(self, timeout: float = 30) -> None:
         """Stops the process and the children it started (its process group), returning
-        when none of them runs."""
+        when none of them runs. The pid file goes first: a supervisor that found it naming
+        a process already gone would take the stop for an exit, and start the process again
+        (`workers.supervise_once`)."""
         pid = self.pid
-        if pid is None:
-            self.pid_file.unlink(missing_ok=True)
-            return
-        os.killpg(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and (self.running() or group_alive(pid)):
-            time.sleep(0.2)
-        if self.running() or group_alive(pid):
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            while self.running() or group_alive(pid):
-                time.sleep(0.1)
         self.pid_file.unlink(missing_ok=True)
+        if pid is None:
+            return
+        _signal_group(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and _group_runs(pid):
+            time.sleep(0.2)
+        if _group_runs(pid):
+            _signal_group(pid, signal.SIGKILL)
+            while _group_runs(pid):
+                time.sleep(0.1)
 
     def kill(self) -> None:
         """Stops the process and its children at once, as a crash would (for tests of
         recovery); returns when none of them runs, so none can write after it returns."""
         pid = self.pid
         if pid is not None:
-            os.killpg(pid, signal.SIGKILL)
-            while self.running() or group_alive(pid):
+            _signal_group(pid, signal.SIGKILL)
+            while _group_runs(pid):
                 time.sleep(0.1)
-        self.pid_file.unlink(missing_ok=True)
+        # Unless a supervisor has started it again meanwhile, under a pid of its own.
+        if self.pid is None:
+            self.pid_file.unlink(missing_ok=True)
+
+
+def _group_runs(pid: int) -> bool:
+    """Whether the process `pid` or any of its process group still runs."""
+    return _alive(pid) or group_alive(pid)
+
+
+def _signal_group(pid: int, signal_number: int) -> None:
+    try:
+        os.killpg(pid, signal_number)
+    except ProcessLookupError:  # the whole group ended meanwhile
+        pass
 
 
 class NativeService(ABC):

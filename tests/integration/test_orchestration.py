@@ -5,6 +5,7 @@ writer is refused by name, and the webserver serves the graph."""
 from __future__ import annotations
 
 import dataclasses
+import socket
 
 import dagster as dg
 import pytest
@@ -140,8 +141,16 @@ def test_a_table_whose_layer_is_being_written_is_refused_with_the_writer_named(s
     assert "the gold tables are being written by pid" in failure.event_specific_data.error.message
 
 
+def _free_port() -> int:
+    """A port no process listens on now, from the system's ephemeral range: a fixed one
+    beside the session's own was once found taken, by a process never identified."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def test_the_scheduler_serves_the_graph_and_stops(services, tmp_path):
-    settings = dataclasses.replace(services, state_dir=tmp_path, scheduler_port=services.scheduler_port + 1)
+    settings = dataclasses.replace(services, state_dir=tmp_path, scheduler_port=_free_port())
     service.start(settings, report=lambda _: None)
     try:
         assert requests.get(f"http://localhost:{settings.scheduler_port}/server_info", timeout=5).ok

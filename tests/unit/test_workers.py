@@ -3,6 +3,7 @@ it on record, until it keeps failing; one that `make down` stopped is left alone
 
 import dataclasses
 import sys
+import threading
 import time
 
 import pytest
@@ -86,6 +87,34 @@ def test_a_running_worker_shows_its_pid_and_one_stopped_by_make_down_is_left_alo
     process.stop()
     workers.supervise_once(demo, {"dashboard": sleeping}, **QUIET)
     assert not process.running() and workers.processes(demo) == []
+
+
+def test_a_worker_stopped_while_the_supervisor_watches_is_left_stopped(demo):
+    # A worker that takes a second to end after SIGTERM, watched by a supervisor that looks
+    # every few milliseconds meanwhile: it must never take the stop for an exit.
+    lingering = [
+        sys.executable,
+        "-c",
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *_: (time.sleep(1), sys.exit(0)))\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)",
+    ]
+    process = workers.worker(demo, "simulator")
+    process.start(lingering)
+    while "ready" not in (process.log.read_text() if process.log.exists() else ""):
+        time.sleep(0.01)
+    stopping = threading.Thread(target=process.stop)
+    stopping.start()
+    deadline = time.monotonic() + 20
+    while stopping.is_alive() and time.monotonic() < deadline:
+        workers.supervise_once(demo, {"simulator": lingering}, **QUIET)
+        time.sleep(0.005)
+    restarted = workers.Exits.load(demo, "simulator").restarts
+    if process.running():  # started again: not left to outlive the test
+        process.kill()
+    assert not stopping.is_alive(), "stop() did not return"
+    assert restarted == 0 and not process.running()
 
 
 def test_the_status_lines_of_services_workers_pages_and_streams_align():
