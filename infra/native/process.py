@@ -132,13 +132,18 @@ class BackgroundProcess:
         self.pid_file = run_dir / f"{name}.pid"
         self.log = log_dir / f"{name}.log"
 
-    @property
-    def pid(self) -> int | None:
+    def _recorded_pid(self) -> int | None:
+        """The pid the pid file names, running or not; None without a readable one (stopped,
+        or a start writing it now)."""
         try:
-            pid = int(self.pid_file.read_text())
+            return int(self.pid_file.read_text())
         except (FileNotFoundError, ValueError):
             return None
-        return pid if _alive(pid) else None
+
+    @property
+    def pid(self) -> int | None:
+        pid = self._recorded_pid()
+        return pid if pid is not None and _alive(pid) else None
 
     def running(self) -> bool:
         return self.pid is not None
@@ -147,11 +152,8 @@ class BackgroundProcess:
         """Whether the process ended without being stopped: its pid file, which `stop`
         removes first, still names it, and it no longer runs. Read once, so that a stop
         under way is never taken for an exit."""
-        try:
-            pid = int(self.pid_file.read_text())
-        except (FileNotFoundError, ValueError):  # stopped, or a start writing it now
-            return False
-        return not _alive(pid)
+        pid = self._recorded_pid()
+        return pid is not None and not _alive(pid)
 
     def start(
         self,
