@@ -14,8 +14,9 @@ as the --seed-lines seed leaves it when it starts from empty), `scheduler` (what
 each table as a Dagster asset adds to its command), `commits` (the fixed cost of a small
 Hudi commit, lever by lever), `layout` (partition granularity at --layout-sizes, then the
 file format lever by lever at --format-lines, on tables of its own), `freshness` (the
-demo's workers running, how long a sale takes from Postgres to Gold), `bronze` (landing
-rate and a drain of bulk changes), `derived` (Silver and Gold after a share of the lines
+demo's workers on an empty warehouse: how soon Gold has rows, how long a sale then takes
+from Postgres to Gold, how fast a burst is taken in), `bronze` (landing
+rate and a drain of bulk changes), `derived` (Silver and Gold after --changed-lines lines
 changed, incrementally and by a full refresh, at --derived-sizes: it grows the source
 tables to the largest and leaves them so, until `make clean`) and `serving` (the three read
 paths over the Gold the derived part built).
@@ -105,15 +106,16 @@ def derived_markdown(results: dict) -> str:
     lines = [
         *header("Silver and Gold benchmark", results),
         f"One incremental pass over every Silver and Gold table after "
-        f"{results['change_share']:.0%} of the sales lines changed (the most recent ones, "
-        f"one status step each), against `--full-refresh` of the same inputs:",
+        f"{results['changed_lines']:,} sales lines changed, whatever the base's size (new "
+        f"orders, and the most recent lines one status step on), against `--full-refresh` "
+        f"of the same inputs:",
         "",
-        "| sales lines | changed | incremental s | full refresh s | full / incremental |",
-        "|---:|---:|---:|---:|---:|",
+        "| sales lines | new lines | updated lines | incremental s | full refresh s | full / incremental |",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
     for size in results["sizes"]:
         lines.append(
-            f"| {size['sales_lines']:,} | {size['changed_lines']:,} "
+            f"| {size['sales_lines']:,} | {size['new_lines']:,} | {size['updated_lines']:,} "
             f"| {size['incremental']['seconds']} | {size['full_refresh']['seconds']} "
             f"| {size['speedup']}x |"
         )
@@ -197,6 +199,12 @@ def parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--probe-spacing", type=float, default=10, help="average seconds between two probes")
     parser.add_argument(
+        "--burst-lines", type=int, default=20_000, help="new sales lines in the burst the demo takes in"
+    )
+    parser.add_argument(
+        "--burst-updates", type=int, default=5_000, help="recent sales lines the burst updates"
+    )
+    parser.add_argument(
         "--changes", type=int, default=100_000, help="rows of each bulk change in the throughput run"
     )
     parser.add_argument("--duration", type=float, default=180, help="seconds of live workload")
@@ -212,14 +220,14 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--derived-sizes",
         type=_sizes,
-        default=[100_000, 1_000_000],
+        default=[100_000, 10_000_000],
         help="sales-line counts to measure Silver and Gold at (comma-separated)",
     )
     parser.add_argument(
-        "--change-share",
-        type=float,
-        default=0.01,
-        help="share of the sales lines changed before the incremental pass",
+        "--changed-lines",
+        type=int,
+        default=1_000,
+        help="sales lines changed (half new, half updated) before the incremental pass, at every size",
     )
     parser.add_argument(
         "--query-runs",
@@ -289,7 +297,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in (None, "freshness"):
             results = {
                 "machine": machine(),
-                **freshness.measure(session, bench, args.probes, args.probe_spacing),
+                **freshness.measure(
+                    session, settings, args.probes, args.probe_spacing, args.burst_lines, args.burst_updates
+                ),
             }
             _write("freshness", results, freshness.markdown(results))
         if args.only in (None, "bronze"):
@@ -319,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in (None, "derived"):
             results = {
                 "machine": machine(),
-                **derived.measure(session, bench, args.derived_sizes, args.change_share),
+                **derived.measure(session, bench, args.derived_sizes, args.changed_lines),
             }
             _write("derived", results, derived_markdown(results))
         session.stop()

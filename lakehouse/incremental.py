@@ -16,8 +16,9 @@ A run of one derived table:
 
 A full refresh is the same transform over whole snapshots, written with
 `insert_overwrite_table`; it runs on `--full-refresh`, on the first run, when an input's
-checkpoint is no longer readable (archived or cleaned), and when the changes waiting would
-cost more than a rebuild (lakehouse/costs.py) — and says which.
+checkpoint is no longer readable (archived or cleaned), when an input was itself rebuilt
+since the checkpoint (its change log then holds every row), and when the changes waiting
+would cost more than a rebuild (lakehouse/costs.py) — and says which.
 
 Snapshots may already hold commits newer than `end` (Bronze can be streaming meanwhile).
 That is harmless: recomputing a key from a newer snapshot gives the newer truth, and those
@@ -199,7 +200,9 @@ class Runner:
                 return RunReport(table.name, "idle", seconds=time.monotonic() - began)
             if self.by_cost:
                 waiting = sum(sum(recorded.values()) for _, recorded in pending)
-                reason = costs.read(self.settings, table.name).rebuild_reason(waiting)
+                reason = self._rebuilt_input(pending, consumed, ends) or costs.read(
+                    self.settings, table.name
+                ).rebuild_reason(waiting)
         oldest = self._oldest_change(table, consumed or {}, ends)
         snapshots = self._snapshots(table)
         transform = self._transform(table, snapshots)
@@ -222,6 +225,18 @@ class Runner:
             for i in table.inputs
         )
         return min(filter(None, found), default=None)
+
+    def _rebuilt_input(
+        self, pending: list[tuple[Input, dict]], consumed: dict[str, str], ends: dict[str, str]
+    ) -> str | None:
+        """Why the run rebuilds when an input was itself rebuilt since the checkpoint: its
+        change log holds every row of it, which no incremental run reads faster than the
+        snapshot (and a table never measured incrementally would otherwise read it so)."""
+        for source, _ in pending:
+            name = source.table.name
+            if timeline.rebuilt(self.spark, source.table.path(self.settings), consumed[name], ends[name]):
+                return f"rebuilt: input {name} was rebuilt since this table's last run"
+        return None
 
     def _recorded(self, source: Input, consumed: dict[str, str], ends: dict[str, str]) -> dict[str, int]:
         name = source.table.name

@@ -163,6 +163,15 @@ def changes_committed(spark: SparkSession, path: str, start: str, end: str) -> d
     }
 
 
+def rebuilt(spark: SparkSession, path: str, start: str, end: str) -> bool:
+    """Whether a commit completed in (start, end] rewrote the whole table (a rebuild's
+    `insert_overwrite_table`): the change log of that range then holds every row."""
+    return any(
+        metadata.getOperationType().name() == "INSERT_OVERWRITE_TABLE"
+        for _, metadata in _changing_commits(spark, path, start, end)
+    )
+
+
 def oldest_change(spark: SparkSession, path: str, start: str, end: str) -> str | None:
     """The oldest source change (an instant) among the commits completed in (start, end];
     a commit written before tables recorded it counts from its requested time."""

@@ -128,6 +128,25 @@ def test_a_run_rebuilds_when_its_waiting_changes_would_cost_more_and_says_why(se
         report.note,
     )
     assert said and int(said[2]) == 30 * int(said[1]), report.note
+
+
+def test_a_run_whose_input_was_rebuilt_rebuilds_too_and_says_why(services, spark, db):
+    drain_until_equal(spark, services, db)
+    run_all(spark, services)
+    # As if its incremental path were nearly free: the input's change log still holds every
+    # row of it, which the run reads faster as a snapshot.
+    costs.record(services, RunReport(DAILY_SALES.name, "incremental", changes_read=10**9, seconds=1.0))
+    costs.record(services, RunReport(DAILY_SALES.name, "full", seconds=30.0))
+    runner = Runner(spark, services)
+    try:
+        assert runner.run(UNIFIED_CUSTOMER_ORDERS, full_refresh=True).mode == "full"
+        report = runner.run(DAILY_SALES)
+    finally:
+        runner.record_results()
+    assert (report.mode, report.note) == (
+        "full",
+        f"rebuilt: input {UNIFIED_CUSTOMER_ORDERS.name} was rebuilt since this table's last run",
+    ), report.line()
     assert costs.read(services, DAILY_SALES.name).full == Measured(round(report.seconds, 2), 0)
     assert_equals_full_rebuild(spark, services, [UNIFIED_CUSTOMER_ORDERS, DAILY_SALES])
 
