@@ -26,6 +26,10 @@ change up to the burst's end, and records how far behind each fell meanwhile. Th
 are deleted from Postgres at the end.
 """
 
+# Why one module: the watchers (probes, lags, CPU) and the burst all run against the one set
+# of demo workers this part starts and stops, and its results page reads what all of them
+# measured; the shop's changes it applies live apart (benchmarks/changes.py).
+
 from __future__ import annotations
 
 import dataclasses
