@@ -191,9 +191,24 @@ def require_catalog(settings: Settings) -> None:
         )
 
 
+# The JIT's quick tier alone, for a process that ends within minutes (one pass, one query):
+# Spark generates classes for each query, and the optimizing tier compiling them took more
+# than half of a one-shot `lakehouse run`'s CPU, more than its faster code gave back
+# (CHANGELOG.md). A process that lasts (the streams, the continuous runner, the JDBC server,
+# a notebook, a test session) keeps both tiers: there the optimized code pays for itself.
+# One code heap: split by tier, the quick tier's code and the method-handle adapters it
+# links ran out of their parts of it ("Out of space in CodeCache") while the rest was free.
+QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:-SegmentedCodeCache"
+
+
 def session(
-    settings: Settings, app_name: str = "retailmax", extra_config: dict[str, str] | None = None
+    settings: Settings,
+    app_name: str = "retailmax",
+    extra_config: dict[str, str] | None = None,
+    one_shot: bool = False,
 ) -> SparkSession:
+    """The process's SparkSession (later calls get the first one, whatever they pass);
+    `one_shot` for a process that ends within minutes (QUICK_JIT)."""
     # PySpark turns naive Python datetimes into timestamps (and back, on collect) in the
     # process's time zone; with the process on UTC they mean what Spark's UTC session means,
     # whatever the host is set to (quality rules compare columns with "now").
@@ -216,7 +231,10 @@ def session(
         os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
         for key, value in LOCAL_DRIVER.items():
             builder = builder.config(key, value)
-    for key, value in (session_config(settings) | (extra_config or {})).items():
+    config = session_config(settings) | (extra_config or {})
+    if one_shot:
+        config["spark.driver.extraJavaOptions"] += f" {QUICK_JIT}"
+    for key, value in config.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")

@@ -75,12 +75,12 @@ def select(names: list[str] | None, tables: list[Table]) -> list[Table]:
 _registered_in: set[int] = set()
 
 
-def session(settings: Settings, app_name: str) -> SparkSession:
+def session(settings: Settings, app_name: str, one_shot: bool = False) -> SparkSession:
     """The process's SparkSession (later calls get the first one), with the declared tables
-    registered in the catalog once."""
+    registered in the catalog once; `one_shot` as `lakehouse.spark.session` takes it."""
     from lakehouse import catalog, spark
 
-    started = spark.session(settings, app_name)
+    started = spark.session(settings, app_name, one_shot=one_shot)
     if id(started) not in _registered_in:
         catalog.register(started, settings, declared_tables())
         _registered_in.add(id(started))

@@ -77,7 +77,7 @@ def bronze(
     often for a table whose readers' freshness targets allow it (medallion/freshness.py)."""
     tables = bronze_tables(names)  # an unknown name is refused before the lock is taken
     with locks.exclusive_writer(settings, "bronze"):
-        job = BronzeJob(session(settings, "bronze"), settings, tables)
+        job = BronzeJob(session(settings, "bronze", one_shot=not continuous), settings, tables)
         if continuous:
             triggers = freshness.bronze_triggers(derived_tables(), trigger_seconds)
             every: dict[int, list[str]] = {}
@@ -109,7 +109,7 @@ def derived(
     with `full_refresh` recomputes them from whole input snapshots."""
     tables = layer_tables(layer, names)
     with locks.exclusive_writer(settings, layer):
-        runner = runner or Runner(session(settings, layer), settings)
+        runner = runner or Runner(session(settings, layer, one_shot=True), settings)
         try:
             for table in tables:
                 try:
@@ -136,7 +136,7 @@ def run(settings: Settings, full_refresh: bool = False) -> None:
     bronze(settings)
     # One runner for both layers: its quality gate (a Great Expectations context) takes
     # seconds to set up.
-    runner = Runner(session(settings, "run"), settings)
+    runner = Runner(session(settings, "run", one_shot=True), settings)
     for layer in ("silver", "gold"):
         derived(settings, layer, full_refresh=full_refresh, runner=runner)
     # The pass is exact for what Kafka held, but the source's changes since the connector

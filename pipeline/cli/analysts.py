@@ -18,7 +18,7 @@ def sql(subcommands) -> None:
 def _sql(args, settings):
     from medallion.tables import session
 
-    session(settings, "sql").sql(args.query).show(args.limit, truncate=False)
+    session(settings, "sql", one_shot=True).sql(args.query).show(args.limit, truncate=False)
     return 0
 
 
@@ -77,7 +77,7 @@ def _tables(args, settings):
     from medallion.tables import declared_tables, select, session
     from operations import maintenance
 
-    spark = session(settings, "tables")
+    spark = session(settings, "tables", one_shot=True)
     found = [
         maintenance.files(spark, settings, t)
         for t in maintenance.existing(spark, settings, select(args.target, declared_tables()))

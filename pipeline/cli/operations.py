@@ -47,7 +47,7 @@ def _savepoint(args, settings):
             f"name the tables or layers to {args.action}, e.g. `lakehouse savepoint {args.action} gold`"
         )
     with layer_writers(settings, [] if args.action == "list" else tables):
-        spark = session(settings, "savepoint")
+        spark = session(settings, "savepoint", one_shot=True)
         for line in savepoints.apply(spark, settings, args.action, tables, args.instant, args.comment or ""):
             print(line, flush=True)
     return 0
@@ -71,7 +71,7 @@ def _maintain(args, settings):
 
     tables = select(args.table, declared_tables())
     with layer_writers(settings, tables):
-        spark = session(settings, "maintain")
+        spark = session(settings, "maintain", one_shot=True)
         for table in maintenance.existing(spark, settings, tables):
             report = maintenance.maintain(spark, settings, table)
             print(json.dumps(report.as_dict()) if args.json else report.line(), flush=True)
@@ -100,7 +100,9 @@ def _erase(args, settings):
     from operations import erasure
 
     with layer_writers(settings, main_tables()):
-        report = erasure.erase(session(settings, "erase"), settings, "customer_id", args.customer_id)
+        report = erasure.erase(
+            session(settings, "erase", one_shot=True), settings, "customer_id", args.customer_id
+        )
     print("\n".join(report.lines()))
     return 0
 
