@@ -336,12 +336,12 @@ def _cpu_seconds(pid: int | None) -> float:
 
 def bench_settings(settings: Settings) -> Settings:
     """A warehouse and catalog of its own, so the benchmark measures empty tables and touches
-    no demo data; and room for a full refresh of a million lines, which caches its result."""
+    no demo data; and room for a full refresh of ten million lines, which caches its result."""
     warehouse = settings.state_dir / "bench" / "warehouse"
     return dataclasses.replace(
         settings,
         warehouse=str(warehouse),
-        driver_memory="8g",
+        driver_memory="12g",
         checkpoints=str(warehouse / "_checkpoints"),
         spark_ui=False,
         metastore_database="metastore_bench",
