@@ -273,9 +273,10 @@ def _derived_section(table, derived, settings) -> list[str]:
     for i in table.inputs:
         facts = [f"- **`{i.alias}`**: [`{i.table.qualified_name}`](#{i.table.name})"]
         if i.prune:
+            window = f"from *v* - {i.reach.days} days to *v*" if i.reach else "= *v*"
             facts.append(
                 f"  - pruned: output rows with `{i.prune[1]}` = *v* come only from "
-                f"input rows with `{i.prune[0]}` = *v*, so a run reads only the "
+                f"input rows with `{i.prune[0]}` {window}, so a run reads only the "
                 f"affected values' partitions"
             )
         if i.reads:

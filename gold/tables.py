@@ -158,11 +158,17 @@ DEMAND_FORECASTING_TS = DerivedTable(
     "before), day_of_week (1 = Sunday).",
     record_key=("sku", "date"),
     ordering=("date",),
-    partitioning=Partitioning("date", by="none"),
+    # It grows by a row per sku and selling day, and a change reaches its sku's next
+    # HISTORY_DAYS days only: by month, a run rewrites the newest months' files, not the
+    # whole history (docs/benchmarks.md, "Silver and Gold").
+    partitioning=Partitioning("date", by="month"),
     inputs=(
+        # A day's row reads its sku's lines of that day and the HISTORY_DAYS before.
         Input(
             UNIFIED_CUSTOMER_ORDERS,
             "orders",
+            prune=("order_date", "date"),
+            reach=timedelta(days=HISTORY_DAYS),
             reads=("sku", "order_date", "status", "quantity", "line_total"),
             affects=f"""
             SELECT sku, explode(sequence(order_date, date_add(order_date, {HISTORY_DAYS}))) AS date
@@ -171,6 +177,8 @@ DEMAND_FORECASTING_TS = DerivedTable(
         Input(
             PRODUCT_DAILY_INVENTORY,
             "inventory",
+            prune=("date", "date"),
+            reach=timedelta(days=HISTORY_DAYS),
             affects=f"""
             SELECT sku, explode(sequence(date, date_add(date, {HISTORY_DAYS}))) AS date
             FROM changed""",

@@ -47,7 +47,7 @@ from pyspark.sql import functions as F
 from lakehouse import catalog, costs, hudi, layout, quality, rules, timeline
 from lakehouse.changeset import changeset
 from lakehouse.hudi import DELETED, change_log, changed_images, snapshot
-from lakehouse.partitions import within
+from lakehouse.partitions import reached, within
 from lakehouse.reports import RESULTS_SCHEMA, Reconciliation, RunReport
 from lakehouse.settings import Settings
 from lakehouse.tables import DerivedTable, Input, quality_results_table
@@ -596,7 +596,7 @@ class Runner:
             for column in dict.fromkeys(i.prune[1] for i in table.inputs if i.prune)
         }
         pruned_views = {
-            i.alias: within(snapshots[i.alias], i.table, i.prune[0], scope[i.prune[1]])
+            i.alias: within(snapshots[i.alias], i.table, i.prune[0], reached(scope[i.prune[1]], i.reach))
             if i.prune
             else snapshots[i.alias]
             for i in table.inputs

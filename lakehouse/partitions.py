@@ -7,6 +7,8 @@ derived from that column here, so a query filters by the date and still prunes.
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -40,3 +42,12 @@ def within(frame: DataFrame, table: Table, column: str, values: list) -> DataFra
             F.col(partitioning.field).isin([partition_value(partitioning, literal) for literal in literals])
         )
     return kept
+
+
+def reached(values: list, reach: timedelta) -> list:
+    """`values` (dates) and every day up to `reach` before each: the input days an output
+    pruned with that reach reads (lakehouse/tables.py, `Input.reach`). A null matches no
+    partition filter, so it is dropped."""
+    if not reach:
+        return values
+    return sorted({v - timedelta(days=d) for v in values if v is not None for d in range(reach.days + 1)})

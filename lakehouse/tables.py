@@ -163,6 +163,9 @@ class Input:
     are computed from this input's rows with input_column = v only (a sales line of day v
     lands in day v). A run then reads only the input rows, and the partitions of the
     output, holding the affected values: a day's changes read that day, not the year.
+    `reach` widens the input side to a window of days: output rows with output_column = v
+    are then computed from this input's rows with input_column from v - reach to v (a
+    feature over the four weeks before a day reads those weeks, not the whole history).
 
     `reads` names the input columns the transform uses, when it uses few of a wide input: an
     update that leaves all of them as they were affects nothing (a product's price
@@ -173,7 +176,14 @@ class Input:
     alias: str
     affects: str | None = None
     prune: tuple[str, str] | None = None
+    reach: timedelta = timedelta(0)
     reads: tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        if self.reach and not self.prune:
+            raise ValueError(f"input {self.alias}: `reach` widens a `prune`, and this input has none")
+        if self.reach < timedelta(0) or self.reach % timedelta(days=1):
+            raise ValueError(f"input {self.alias}: `reach` must be a whole number of days, got {self.reach}")
 
 
 @dataclass(frozen=True, kw_only=True)

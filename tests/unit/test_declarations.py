@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import timedelta
+from datetime import date, timedelta
 
 import pytest
 
 from bronze.tables import BRONZE_TABLES, INVENTORY_UPDATES, SALES_TRANSACTIONS, bronze_table
 from gold.tables import CUSTOMER_SEGMENTS, DAILY_SALES
 from ingestion.topics import source_topics
+from lakehouse.partitions import reached
 from lakehouse.settings import ConfigurationError
 from lakehouse.tables import LAYOUT_KEY, DerivedTable, Input, Partitioning, hudi_options
 from medallion.tables import declared_tables, derived_tables
@@ -171,6 +172,23 @@ def test_changes_resolve_to_the_key_and_the_columns_inputs_are_pruned_by():
     # A line's day is not part of its key, so its changes must name it; a daily group's is.
     assert UNIFIED_CUSTOMER_ORDERS.affected_columns == ("order_id", "line_item_id", "order_date")
     assert DAILY_SALES.affected_columns == DAILY_SALES.record_key
+
+
+def test_a_pruned_input_with_a_reach_reads_the_days_before_each_affected_day():
+    day = date(2026, 3, 1)
+    assert reached([day, None], timedelta(0)) == [day, None]
+    # Two affected days a day apart share all but one day of their windows.
+    assert reached([day, day + timedelta(days=1), None], timedelta(days=2)) == [
+        day - timedelta(days=2),
+        day - timedelta(days=1),
+        day,
+        day + timedelta(days=1),
+    ]
+    with pytest.raises(ValueError, match="input orders: `reach` widens a `prune`, and this input has none"):
+        Input(UNIFIED_CUSTOMER_ORDERS, "orders", reach=timedelta(days=7))
+    whole_days = "input orders: `reach` must be a whole number of days, got 12:00:00"
+    with pytest.raises(ValueError, match=whole_days):
+        Input(UNIFIED_CUSTOMER_ORDERS, "orders", prune=("order_date", "date"), reach=timedelta(hours=12))
 
 
 def test_operations_pick_tables_by_layer_or_name_and_refuse_unknown_ones():
