@@ -33,8 +33,8 @@ from benchmarks import bronze, commits, derived, freshness, images, layout, run,
 from benchmarks.report import RESULTS, header, machine
 from infra import metastore, stack, workers
 from ingestion.seed import SeedSize, seed
+from lakehouse import costs, spark
 from lakehouse import settings as settings_module
-from lakehouse import spark
 
 PARTS = ("images", "run", "scheduler", "commits", "layout", "freshness", "bronze", "derived", "serving")
 
@@ -272,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         metastore.ensure(bench)
         if args.only != "serving":
             shutil.rmtree(settings.state_dir / "bench", ignore_errors=True)
+            costs.forget(bench)
         if args.only in (None, "run"):
             results = {"machine": machine(), **run.measure(bench, args.run_changes)}
             _write("run", results, run.markdown(results))

@@ -65,7 +65,7 @@ from infra.native.process import BackgroundProcess
 from infra.workers import WORKERS
 from ingestion.database import connect
 from ingestion.topics import messages_in
-from lakehouse import hudi
+from lakehouse import costs, hudi
 from lakehouse.settings import Settings
 from medallion.invocation import lakehouse
 from medallion.tables import derived_tables, freshness_targets
@@ -378,6 +378,7 @@ def measure(
 ) -> dict:
     demo = _demo_settings(settings)
     shutil.rmtree(demo.warehouse, ignore_errors=True)
+    costs.forget(demo)
     metastore.ensure(demo)
     _remove_probes(demo)
     workers = _workers(demo)

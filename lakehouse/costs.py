@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,9 +75,19 @@ class PathCosts:
         )
 
 
-def _path(settings: Settings, table: str) -> Path:
+def _directory(settings: Settings) -> Path:
     warehouse = re.sub(r"[^A-Za-z0-9]+", "_", settings.warehouse).strip("_")
-    return settings.state_dir / "costs" / warehouse / f"{table}.json"
+    return settings.state_dir / "costs" / warehouse
+
+
+def _path(settings: Settings, table: str) -> Path:
+    return _directory(settings) / f"{table}.json"
+
+
+def forget(settings: Settings) -> None:
+    """Drops what the runs on the warehouse measured, for a warehouse deleted to be built anew
+    (a benchmark's): its tables' first runs then choose as on a new machine."""
+    shutil.rmtree(_directory(settings), ignore_errors=True)
 
 
 def read(settings: Settings, table: str) -> PathCosts:

@@ -7,17 +7,21 @@ derived from that column here, so a query filters by the date and still prunes.
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from lakehouse.tables import Partitioning, Table
 
+# A month partition's value: Spark's pattern, and the same in Python's (`within` writes its
+# filter's values itself; tests/unit/test_partitions.py holds the two to each other).
+MONTH_PATTERN, MONTH_FORMAT = "yyyy-MM", "%Y-%m"
+
 
 def partition_value(partitioning: Partitioning, column: Column) -> Column:
     """The value Hudi partitions a row by, from the value of the partitioning's column."""
-    return F.date_format(column, "yyyy-MM") if partitioning.by == "month" else column
+    return F.date_format(column, MONTH_PATTERN) if partitioning.by == "month" else column
 
 
 def with_partition_field(frame: DataFrame, table: Table) -> DataFrame:
@@ -28,20 +32,31 @@ def with_partition_field(frame: DataFrame, table: Table) -> DataFrame:
     return frame.withColumn(partitioning.field, partition_value(partitioning, F.col(partitioning.column)))
 
 
-def within(frame: DataFrame, table: Table, column: str, values: list) -> DataFrame:
-    """Rows of `table` whose `column` holds one of `values`. The values are literals, so Hudi
+def within(frame: DataFrame, table: Table, column: str, dates: list) -> DataFrame:
+    """Rows of `table` whose `column` holds one of `dates` (dates, or their ISO text as a
+    Bronze table's `dt` holds them; a null matches none). The dates are literals, so Hudi
     prunes partitions by them, and for a table partitioned by a column derived from theirs
-    (their month, or a copy) its values are added as a filter of their own (Spark folds
-    them into literals too)."""
-    kind = frame.schema[column].dataType
-    literals = [F.lit(v).cast(kind) for v in values]
-    kept = frame.where(F.col(column).isin(literals))
+    (their month, or a copy) its values are added as a filter of their own. Each filter is
+    one SQL expression, parsed in one call into the JVM: a Column per date took several
+    calls each, and a run whose changes span months of days spent seconds on them
+    (CHANGELOG.md)."""
+    days = sorted({date.fromisoformat(str(d)) for d in dates if d is not None})
+    if not days:
+        return frame.where(F.lit(False))
+    kept = frame.where(_one_of(column, [f"DATE'{d.isoformat()}'" for d in days]))
     partitioning = table.partitioning
     if partitioning and partitioning.column == column and partitioning.derives_field:
-        kept = kept.where(
-            F.col(partitioning.field).isin([partition_value(partitioning, literal) for literal in literals])
+        derived = (
+            {f"'{d.strftime(MONTH_FORMAT)}'" for d in days}
+            if partitioning.by == "month"
+            else {f"DATE'{d.isoformat()}'" for d in days}
         )
+        kept = kept.where(_one_of(partitioning.field, sorted(derived)))
     return kept
+
+
+def _one_of(column: str, literals: list[str]) -> Column:
+    return F.expr(f"`{column}` IN ({', '.join(literals)})")
 
 
 def reached(values: list, reach: timedelta) -> list:
