@@ -43,15 +43,13 @@ def within(frame: DataFrame, table: Table, column: str, dates: list) -> DataFram
     days = sorted({date.fromisoformat(str(d)) for d in dates if d is not None})
     if not days:
         return frame.where(F.lit(False))
-    kept = frame.where(_one_of(column, [f"DATE'{d.isoformat()}'" for d in days]))
+    literals = [f"DATE'{d.isoformat()}'" for d in days]
+    kept = frame.where(_one_of(column, literals))
     partitioning = table.partitioning
     if partitioning and partitioning.column == column and partitioning.derives_field:
-        derived = (
-            {f"'{d.strftime(MONTH_FORMAT)}'" for d in days}
-            if partitioning.by == "month"
-            else {f"DATE'{d.isoformat()}'" for d in days}
-        )
-        kept = kept.where(_one_of(partitioning.field, sorted(derived)))
+        if partitioning.by == "month":
+            literals = sorted({f"'{d.strftime(MONTH_FORMAT)}'" for d in days})
+        kept = kept.where(_one_of(partitioning.field, literals))
     return kept
 
 
