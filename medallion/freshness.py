@@ -3,11 +3,12 @@ freshness target (`DerivedTable.fresh_within`), after the derived tables it read
 
 A table's standing is how far behind the source it is: the age of the oldest source change
 it does not reflect yet (monitoring/state.py measures it from the tables' commits and
-Kafka). It becomes *due* when the time left before it misses its target is twice what its
-run, with its inputs' runs, last took (lakehouse/costs.py): enough for its own runs and one
-run of another table in front of them. Among the due tables, the one furthest into its
-target (behind / target) runs first. After every run the standings are read again, so an
-urgent table waits for one other table's run at most, never for a pass over all of them.
+Kafka). It becomes *due* when the time left before it misses its target is what its run,
+with its inputs' runs, last took (lakehouse/costs.py), plus the longest such chain of runs
+of any table: the loop may have just started that one when this table comes due. Among the
+due tables, the one furthest into its target (behind / target) runs first. After every run
+the standings are read again, so an urgent table waits for one other chain of runs at
+most, never for a pass over all of them.
 
 A table runs only when a run can make it fresher: its inputs, or the derived tables it
 reads, hold changes it has not taken. Between changes nothing runs, so a quiet source costs
@@ -25,10 +26,6 @@ from dataclasses import dataclass
 from math import inf
 
 from lakehouse.tables import DerivedTable
-
-# How many times a table's expected run time it must have left before its target when it
-# becomes due: its own run, plus one run of another table that may be ahead of it.
-HEADROOM_RUNS = 2
 
 # Continuous Bronze commits a table at least this many times within the tightest freshness
 # target downstream of it: the wait for its next micro-batch takes at most this share of
@@ -61,6 +58,7 @@ def next_runs(
     `expected_seconds` is a table's last measured run; `held` tables wait (a quality gate
     blocked them, or an input has no data yet) and are neither run nor waited for."""
     by_name = {t.name: t for t in tables}
+    in_front = _longest_chain(tables, expected_seconds)
 
     def behind_inputs(table: DerivedTable) -> list[DerivedTable]:
         """The derived tables upstream of `table` whose runs would bring it changes."""
@@ -84,7 +82,7 @@ def next_runs(
             continue  # no run can make it fresher
         chain = [*upstream_runs, table]
         left = table.fresh_within.total_seconds() - standing.behind
-        if left <= HEADROOM_RUNS * sum(expected_seconds(t.name) for t in chain):
+        if left <= sum(expected_seconds(t.name) for t in chain) + in_front:
             due.append((standing.behind / table.fresh_within.total_seconds(), chain))
     if not due:
         return []
@@ -97,26 +95,35 @@ def seconds_until_due(
     tables: list[DerivedTable], standings: dict[str, Standing], expected_seconds: Callable[[str], float]
 ) -> float:
     """How long until some table could become due, were a change to land now: the least
-    time any table has left before its target, less the headroom for it and every derived
-    table upstream of it."""
-    by_name = {t.name: t for t in tables}
-
-    def upstream(table: DerivedTable) -> set[str]:
-        found = {table.name}
-        for source in table.inputs:
-            if source.table.name in by_name:
-                found |= upstream(by_name[source.table.name])
-        return found
-
+    time any table has left before its target, less the runs of it and every derived table
+    upstream of it, and the longest chain of runs that may be in front of them."""
+    in_front = _longest_chain(tables, expected_seconds)
     return min(
         (
             t.fresh_within.total_seconds()
             - (standings[t.name].behind or 0.0)
-            - HEADROOM_RUNS * sum(expected_seconds(name) for name in upstream(t))
+            - sum(expected_seconds(name) for name in _upstream(t, tables))
+            - in_front
             for t in tables
         ),
         default=0.0,
     )
+
+
+def _upstream(table: DerivedTable, tables: list[DerivedTable]) -> set[str]:
+    """The table and every derived table it reads, directly or further up."""
+    found = {table.name}
+    for source in table.inputs:
+        upstream = next((t for t in tables if t.name == source.table.name), None)
+        if upstream is not None:
+            found |= _upstream(upstream, tables)
+    return found
+
+
+def _longest_chain(tables: list[DerivedTable], expected_seconds: Callable[[str], float]) -> float:
+    """The longest a table's run, with the runs of every derived table upstream of it, is
+    expected to take: the most the loop may be busy with when another table comes due."""
+    return max((sum(expected_seconds(name) for name in _upstream(t, tables)) for t in tables), default=0.0)
 
 
 def bronze_triggers(tables: list[DerivedTable], shortest: int) -> dict[str, int]:

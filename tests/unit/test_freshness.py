@@ -6,7 +6,7 @@ from bronze.tables import BRONZE_TABLES, INVENTORY_UPDATES, WEB_CLICKSTREAMS
 from gold.tables import CUSTOMER_SEGMENTATION_FEATURES, CUSTOMER_SEGMENTS, DAILY_SALES
 from medallion.freshness import Standing, bronze_triggers, next_runs, seconds_until_due
 from medallion.tables import derived_tables
-from silver.tables import CUSTOMER_PROFILES, UNIFIED_CUSTOMER_ORDERS
+from silver.tables import CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
 
 TABLES = derived_tables()
 
@@ -31,7 +31,8 @@ def test_nothing_runs_while_every_table_has_time_left_or_nothing_to_take():
     assert next_runs(TABLES, standings(), ten_seconds) == []
     # Ten minutes behind, but no change waits for it nor for anything it reads.
     assert next_runs(TABLES, standings(**{CUSTOMER_SEGMENTS.name: (600.0, False)}), ten_seconds) == []
-    # Changes wait, and 5 minutes are left of 10: it becomes due with 2 x 20 s left.
+    # Changes wait, and 5 minutes are left of 10: it becomes due with 30 s of its chain
+    # (unified orders, profiles, segments) and 30 s of the longest chain left.
     calm = standings(**{CUSTOMER_SEGMENTS.name: (300.0, True)})
     assert next_runs(TABLES, calm, ten_seconds) == []
 
@@ -74,9 +75,24 @@ def test_a_held_table_is_neither_run_nor_waited_for():
 
 
 def test_the_loop_sleeps_until_the_tightest_target_could_come_due():
-    # Daily sales: 30 s target, less 2 x (10 s of its own + 10 s of unified orders).
-    assert seconds_until_due(TABLES, standings(), ten_seconds) == -10.0
-    assert seconds_until_due(TABLES, standings(), lambda _: 2.0) == 22.0
+    # Daily sales: 30 s target, less 10 s of its own run and 10 s of unified orders', less
+    # the longest chain that may run in front of them: the three runs of demand forecasting
+    # or of the segmentation features (each with its inputs), 30 s.
+    assert seconds_until_due(TABLES, standings(), ten_seconds) == -20.0
+    assert seconds_until_due(TABLES, standings(), lambda _: 2.0) == 20.0
+
+
+def test_a_table_comes_due_with_room_for_the_longest_chain_in_front_of_it():
+    # Sessions (5 min target) take 2 s and nothing upstream; the features' chain, 15 s, may
+    # have just started. Due with 2 + 15 s left, not with twice its own 2 s.
+    def expected(name: str) -> float:
+        return 2.0 if name == SESSIONIZED_CLICKSTREAMS.name else 5.0
+
+    def runs(behind: float) -> list[str]:
+        return names(next_runs(TABLES, standings(**{SESSIONIZED_CLICKSTREAMS.name: (behind, True)}), expected))
+
+    assert runs(282.0) == []
+    assert runs(283.0) == [SESSIONIZED_CLICKSTREAMS.name]
 
 
 def test_bronze_commits_a_topic_less_often_when_every_table_downstream_accepts_minutes():
