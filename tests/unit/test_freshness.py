@@ -89,7 +89,8 @@ def test_a_table_comes_due_with_room_for_the_longest_chain_in_front_of_it():
         return 2.0 if name == SESSIONIZED_CLICKSTREAMS.name else 5.0
 
     def runs(behind: float) -> list[str]:
-        return names(next_runs(TABLES, standings(**{SESSIONIZED_CLICKSTREAMS.name: (behind, True)}), expected))
+        sessions_behind = standings(**{SESSIONIZED_CLICKSTREAMS.name: (behind, True)})
+        return names(next_runs(TABLES, sessions_behind, expected))
 
     assert runs(282.0) == []
     assert runs(283.0) == [SESSIONIZED_CLICKSTREAMS.name]
