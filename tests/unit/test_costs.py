@@ -39,6 +39,18 @@ def test_a_backlog_that_would_cost_more_than_a_rebuild_rebuilds_and_says_why():
     )
 
 
+def test_a_rebuild_measured_slow_is_measured_again_once_the_incremental_runs_cost_twice_it():
+    # A first build in a cold JVM beside Bronze's backlog took 73 s; a warm rebuild takes 6.
+    first_build = PathCosts(
+        incremental=Measured(seconds=16.0, changes=300), full=Measured(seconds=73.4, changes=0)
+    )
+    assert first_build.rebuild_reason(300) is None
+    assert dataclasses.replace(first_build, since_rebuild=146.0).rebuild_reason(300) is None
+    assert dataclasses.replace(first_build, since_rebuild=146.8).rebuild_reason(300) == (
+        "rebuilt to measure it again: the incremental runs since the last rebuild took 147 s, it took 73.4 s"
+    )
+
+
 def test_each_run_records_the_cost_of_the_path_it_took(settings, tmp_path):
     settings = dataclasses.replace(settings, state_dir=tmp_path)
     table = "hudi_daily_sales_gold"
@@ -46,14 +58,17 @@ def test_each_run_records_the_cost_of_the_path_it_took(settings, tmp_path):
     costs.record(settings, RunReport(table, "full", seconds=10.0))
     costs.record(settings, RunReport(table, "incremental", changes_read=100, seconds=4.0))
     costs.record(settings, RunReport(table, "idle", seconds=0.5))
-    assert costs.read(settings, table) == dataclasses.replace(MEASURED, last="incremental")
+    assert costs.read(settings, table) == dataclasses.replace(MEASURED, last="incremental", since_rebuild=4.0)
     costs.record(settings, RunReport(table, "incremental", changes_read=7, seconds=3.0))
     assert costs.read(settings, table).incremental == Measured(seconds=3.0, changes=7)
     # Commits that changed nothing: fixed cost only, no measure of a change's.
     costs.record(settings, RunReport(table, "full", seconds=9.0))
     costs.record(settings, RunReport(table, "incremental", changes_read=0, seconds=2.0))
     assert costs.read(settings, table) == PathCosts(
-        Measured(seconds=3.0, changes=7), Measured(seconds=9.0, changes=0), last="incremental"
+        Measured(seconds=3.0, changes=7),
+        Measured(seconds=9.0, changes=0),
+        last="incremental",
+        since_rebuild=2.0,
     )
     assert costs.read(settings, "hudi_customer_segments_gold") == PathCosts()
     elsewhere = dataclasses.replace(settings, warehouse=str(tmp_path / "bench" / "warehouse"))
