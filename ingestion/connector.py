@@ -129,9 +129,20 @@ def register(settings: Settings, timeout: float = 90) -> str:
         outcome = "created" if response.status_code == 201 else "updated"
     if failed:
         # A task that FAILED stays so after a new config until asked to restart.
+        _restart_failed(base, timeout)
+    wait_running(settings, timeout, settle=30 if failed else 0)
+    return outcome
+
+
+def _restart_failed(base: str, timeout: float) -> None:
+    """Restarts what FAILED. Right after a config update, Connect answers 409 (a rebalance
+    in progress) until its worker has read the new config: asked again, it restarts."""
+    deadline = time.monotonic() + timeout
+    while True:
         response = requests.post(
             f"{base}/restart", params={"includeTasks": "true", "onlyFailed": "true"}, timeout=30
         )
-        response.raise_for_status()
-    wait_running(settings, timeout, settle=30 if failed else 0)
-    return outcome
+        if response.status_code != 409 or time.monotonic() >= deadline:
+            response.raise_for_status()
+            return
+        time.sleep(1)
