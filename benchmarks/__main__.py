@@ -9,9 +9,10 @@ with a warehouse of its own under .lake/bench. The demo's workers must not run m
 they would compete for the same cores and write to the same source tables. Parts, in order:
 `images` (the Compose mode's base image and project image built with no cache, then again
 after a change to the code, and their sizes; on a Docker engine started for it if none
-answers), `run` (a scheduled `lakehouse run` after --run-changes source transactions, on the source
-as the --seed-lines seed leaves it when it starts from empty), `scheduler` (what running
-each table as a Dagster asset adds to its command), `commits` (the fixed cost of a small
+answers), `run` (a scheduled `lakehouse run` after --run-changes source transactions) and
+`scheduler` (what running each table as a Dagster asset adds to its command), both on
+services of their own seeded with --seed-lines from empty (so one day's figures compare
+with another's), then `commits` (the fixed cost of a small
 Hudi commit, lever by lever), `layout` (partition granularity at --layout-sizes, then the
 file format lever by lever at --format-lines, on tables of its own), `freshness` (the
 demo's workers on an empty warehouse: how soon Gold has rows, how long a sale then takes
@@ -167,7 +168,11 @@ def parser() -> argparse.ArgumentParser:
         "reuses the warehouse the derived part left)",
     )
     parser.add_argument(
-        "--seed-lines", type=int, default=10_000, help="sales lines to seed when the source tables are empty"
+        "--seed-lines",
+        type=int,
+        default=10_000,
+        help="sales lines of the seed: always for the run and scheduler parts' own services, "
+        "for the demo's source when its tables are empty",
     )
     parser.add_argument(
         "--run-changes", type=int, default=400, help="source transactions before the timed `lakehouse run`"
@@ -259,8 +264,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "images"):
         results = {"machine": machine(), **images.measure()}
         _write("images", results, images.markdown(results))
-        if args.only:
-            return 0
+    if args.only in (None, "run", "scheduler"):
+        with run.source_of_its_own(settings, args.seed_lines) as source:
+            own = bronze.bench_settings(source)
+            metastore.ensure(own)
+            if args.only in (None, "run"):
+                results = {"machine": machine(), **run.measure(own, args.run_changes)}
+                _write("run", results, run.markdown(results))
+            if args.only in (None, "scheduler"):
+                results = {
+                    "machine": machine(),
+                    **scheduler.measure(own, args.scheduler_runs, args.run_changes),
+                }
+                _write("scheduler", results, scheduler.markdown(results))
+    if args.only in ("images", "run", "scheduler"):
+        return 0
     started_services = not all(s.healthy for s in stack.status(settings))
     if started_services:
         stack.start(settings, "native")
@@ -273,15 +291,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.only != "serving":
             shutil.rmtree(settings.state_dir / "bench", ignore_errors=True)
             costs.forget(bench)
-        if args.only in (None, "run"):
-            results = {"machine": machine(), **run.measure(bench, args.run_changes)}
-            _write("run", results, run.markdown(results))
-        if args.only in (None, "scheduler"):
-            results = {
-                "machine": machine(),
-                **scheduler.measure(bench, args.scheduler_runs, args.run_changes),
-            }
-            _write("scheduler", results, scheduler.markdown(results))
         session = spark.session(bench, "bench")
         if args.only in (None, "commits"):
             results = {

@@ -11,19 +11,28 @@ time went: the Bronze drain, each Silver and Gold table, and the rest (starting 
 the JVM, the catalog, the quality results commit). Last, what the warehouse holds on
 storage against its source: the data files of every table, and Bronze sales plus Silver
 unified orders against Postgres' `sales_transactions` with its indexes.
+
+It runs on services of its own, seeded from empty (`source_of_its_own`): the demo's source
+grows for as long as the demo runs, and a run's cost grows with it, so figures measured on
+it would not compare from one day to the next.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 
 from benchmarks.bronze import BENCH_SEED, BenchmarkError
 from benchmarks.report import header
 from bronze.tables import SALES_TRANSACTIONS
+from infra import stack
 from ingestion.database import connect
+from ingestion.seed import SeedSize, seed
 from ingestion.simulate import SimulationPlan, simulate
 from ingestion.topics import messages_in, source_topics
 from lakehouse.files import listed
@@ -35,12 +44,31 @@ from silver.tables import UNIFIED_CUSTOMER_ORDERS
 TRANSACTIONS_PER_SECOND = 20
 EVENTS_PER_TRANSACTION = 4  # as in `make up`: 5 transactions and 20 events a second
 SMALL_PASS_TRANSACTIONS = 10
+# Above the demo's ports, apart from a test session's and the Compose tests' (a unit test
+# checks), so that a running demo, stopped workers and all, keeps its services.
+SOURCE_PORT_OFFSET = 15_000
 
 TABLE_LINE = re.compile(
     r"^(hudi_\w+)\s+(incremental|full refresh|no new input).*?([\d.]+) s\)?"
     r"(?:  \(.*\))?$"
 )  # a full refresh ends with its reason
 DRAINED = re.compile(r"^bronze: drained in ([\d.]+) s")
+
+
+@contextlib.contextmanager
+def source_of_its_own(settings: Settings, sales_lines: int, report=print) -> Iterator[Settings]:
+    """`settings` moved to services of their own (native, on SOURCE_PORT_OFFSET), seeded
+    with `sales_lines` from empty, stopped and deleted at the end."""
+    own = stack.isolated(settings, settings.state_dir / "bench-source", SOURCE_PORT_OFFSET)
+    stack.stop(own, report=lambda line: None)  # what an interrupted benchmark left
+    shutil.rmtree(own.state_dir, ignore_errors=True)
+    stack.start(own, "native", report=lambda line: None)
+    try:
+        report(f"services of its own, seeded: {seed(own, SeedSize.for_lines(sales_lines))}")
+        yield own
+    finally:
+        stack.stop(own, report=lambda line: None)
+        shutil.rmtree(own.state_dir, ignore_errors=True)
 
 
 def _lakehouse_run(settings: Settings) -> dict:

@@ -11,6 +11,7 @@ so that `down` stops exactly what `up` started.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -28,7 +29,7 @@ from infra.native.process import ServiceError
 from infra.native.services import native_services
 from ingestion import connector, database, topics
 from lakehouse.network import port_open
-from lakehouse.settings import Settings
+from lakehouse.settings import PORT, Settings, declared
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST_CERTIFICATE_AUTHORITIES = Path("/usr/local/share/ca-certificates")
@@ -178,6 +179,23 @@ def _prepare_image_build(report) -> None:
     stage_certificate_authorities()
     if made := make_base_image():
         report(made)
+
+
+def isolated(base: Settings, state_dir: Path, offset: int) -> Settings:
+    """`base` moved to a state directory and ports of its own (`offset` above the demo's),
+    with the jars it already has: a stack started with it (a test session's, a benchmark's)
+    starts, writes and stops apart from the demo's, which may run beside it."""
+    shifted = {name: getattr(base, name) + offset for name, s in declared().items() if s.kind is PORT}
+    return dataclasses.replace(
+        base,
+        state_dir=state_dir,
+        jars_dir=base.jars_dir.resolve(),
+        models_dir=state_dir / "models",
+        pg_host="localhost",
+        kafka_bootstrap=f"localhost:{base.kafka_port + offset}",
+        connect_url=f"http://localhost:{base.connect_port + offset}",
+        **shifted,
+    )
 
 
 def _mode_file(settings: Settings) -> Path:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from infra.stack import isolated
 from lakehouse import settings as settings_module
-from lakehouse.settings import PORT, Settings, declared
 
 # Before any test module imports it: its helpers' assertions then show their values on failure.
 pytest.register_assert_rewrite("tests.support")
@@ -36,23 +36,6 @@ def project_secrets():
         yield
 
 
-def isolated(base: Settings, state_dir: Path, offset: int = TEST_PORT_OFFSET) -> Settings:
-    """`base` moved to a state directory and ports of its own (`offset` above the demo's),
-    with the jars it already has: everything a test session starts, writes and stops is
-    apart from the demo's."""
-    shifted = {name: getattr(base, name) + offset for name, s in declared().items() if s.kind is PORT}
-    return dataclasses.replace(
-        base,
-        state_dir=state_dir,
-        jars_dir=base.jars_dir.resolve(),
-        models_dir=state_dir / "models",
-        pg_host="localhost",
-        kafka_bootstrap=f"localhost:{base.kafka_port + offset}",
-        connect_url=f"http://localhost:{base.connect_port + offset}",
-        **shifted,
-    )
-
-
 @pytest.fixture(scope="session")
 def settings(tmp_path_factory, request):
     """The project's settings for a session of its own: its state directory (services' data,
@@ -66,7 +49,7 @@ def settings(tmp_path_factory, request):
     base = settings_module.load()
     integration = _runs_integration_tests(request.session)
     yield dataclasses.replace(
-        isolated(base, (base.state_dir / "test-session").resolve()),
+        isolated(base, (base.state_dir / "test-session").resolve(), TEST_PORT_OFFSET),
         warehouse=str(warehouse),
         quality_dir=tmp_path_factory.mktemp("quality"),
         checkpoints=str(warehouse / "_checkpoints"),

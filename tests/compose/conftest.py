@@ -15,8 +15,8 @@ import shutil
 
 import pytest
 
+from infra.stack import isolated
 from lakehouse import settings as settings_module
-from tests.conftest import isolated
 
 COMPOSE_PORT_OFFSET = 20_000
 

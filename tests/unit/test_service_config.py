@@ -179,17 +179,23 @@ def test_a_change_event_the_connectors_guard_lets_through_fits_every_limit_on_it
     assert connector_definition()["config"]["transforms"].split(",")[-1] == "guard"
 
 
-def test_a_test_sessions_services_and_cluster_listen_on_no_port_the_demos_do(tmp_path):
+def test_the_services_and_cluster_of_a_test_session_and_of_the_benchmark_share_no_port_with_the_demos(
+    tmp_path,
+):
+    from benchmarks.run import SOURCE_PORT_OFFSET
     from infra.native.cluster import daemons
     from infra.native.services import native_services
+    from infra.stack import isolated
     from lakehouse.settings import load
-    from tests.conftest import isolated
+    from tests.conftest import TEST_PORT_OFFSET
 
     def ports(settings):
         services = [*native_services(settings), *daemons(settings)]
         return {port for service in services for _, port, _ in service.ports()}
 
     demo = load()
-    session = isolated(demo, tmp_path)
-    assert ports(demo) and ports(session)
-    assert ports(demo).isdisjoint(ports(session))
+    session = ports(isolated(demo, tmp_path / "tests", TEST_PORT_OFFSET))
+    benchmark = ports(isolated(demo, tmp_path / "bench", SOURCE_PORT_OFFSET))
+    assert ports(demo) and session and benchmark
+    assert ports(demo).isdisjoint(session | benchmark)
+    assert session.isdisjoint(benchmark)
