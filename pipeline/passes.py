@@ -104,9 +104,11 @@ def derived(
     full_refresh: bool = False,
     as_json: bool = False,
     runner: Runner | None = None,
+    record: bool = True,
 ) -> None:
     """Brings the layer's tables (`names`, or all) up to date with their inputs' changes, or
-    with `full_refresh` recomputes them from whole input snapshots."""
+    with `full_refresh` recomputes them from whole input snapshots. Their quality results are
+    recorded at the end, failed or not, unless `record` is false (the caller records them)."""
     tables = layer_tables(layer, names)
     with locks.exclusive_writer(settings, layer):
         runner = runner or Runner(session(settings, layer, one_shot=True), settings)
@@ -121,7 +123,8 @@ def derived(
                     continue
                 print(json.dumps(report.as_dict()) if as_json else report.line(), flush=True)
         finally:
-            runner.record_results()
+            if record:
+                runner.record_results()
 
 
 def _waiting(table: DerivedTable, waiting: InputNotReady, as_json: bool = False) -> str:
@@ -137,8 +140,12 @@ def run(settings: Settings, full_refresh: bool = False) -> None:
     # One runner for both layers: its quality gate (a Great Expectations context) takes
     # seconds to set up.
     runner = Runner(session(settings, "run", one_shot=True), settings)
-    for layer in ("silver", "gold"):
-        derived(settings, layer, full_refresh=full_refresh, runner=runner)
+    try:
+        for layer in ("silver", "gold"):
+            derived(settings, layer, full_refresh=full_refresh, runner=runner, record=False)
+    finally:
+        # Once for both layers: each record builds the Data Docs index again.
+        runner.record_results()
     # The pass is exact for what Kafka held, but the source's changes since the connector
     # failed are in neither: a pass that exits 0 would say the lakehouse is current.
     if failed := connector.failure(settings):
