@@ -7,7 +7,8 @@ so that `down` stops exactly what `up` started.
 
 # Why one module: every function here answers one question in both modes (start, stop,
 # status, one service, a profile), and the choice between them is the mode file it keeps;
-# split by mode, each caller would make that choice again.
+# split by mode, each caller would make that choice again. `isolated` is here as the one
+# place that says where a second stack (a test session's, a benchmark's) lives.
 
 from __future__ import annotations
 
