@@ -26,7 +26,7 @@ commits' changes are read again, and recomputed again, by the next run.
 """
 
 # Why one module: the runner's steps (read changes, validate, keep out, write, reconcile)
-# share its caches and report, and are read top to bottom as one algorithm. What they build
+# share its held frames and report, and are read top to bottom as one algorithm. What they build
 # on lives apart: Hudi reads and writes (lakehouse/hudi.py), the changeset a run commits
 # (lakehouse/changeset.py) and what a run reports (lakehouse/reports.py).
 
@@ -50,6 +50,7 @@ from lakehouse.hudi import DELETED, change_log, changed_images, snapshot
 from lakehouse.partitions import reached, within
 from lakehouse.reports import RESULTS_SCHEMA, Reconciliation, RunReport
 from lakehouse.settings import Settings
+from lakehouse.spark import HeldFrames
 from lakehouse.tables import DerivedTable, Input, quality_results_table
 
 
@@ -250,12 +251,10 @@ class Runner:
         inputs' whole snapshots, split by the gate into the rows promoted to the table and
         the rows kept out (with `quarantine_rules` and `quarantine_status`). The transform
         is computed once, and held while the caller reads both sides."""
-        result = self._transform(table, self._snapshots(table)).persist()
-        try:
+        with HeldFrames() as hold:
+            result = hold(self._transform(table, self._snapshots(table)))
             verdict = self.gate.validate(table.name, table.rules, table.record_key, result, self.clock())
             yield sides(result, verdict, list(table.record_key))
-        finally:
-            result.unpersist()
 
     def record_results(self) -> None:
         """Writes the validation results gathered since the last call to each layer's
@@ -359,12 +358,10 @@ class Runner:
             kept_out = kept_out.unionByName(released.withColumn(DELETED, F.lit(True)))
         elif not verdict.keeps_out:
             return
-        kept_out = kept_out.persist()
-        try:
+        with HeldFrames() as hold:
+            kept_out = hold(kept_out)
             if kept_out.take(1):
                 hudi.write(kept_out, quarantine, self.settings, "upsert")
-        finally:
-            kept_out.unpersist()
 
     def _current(self, table: DerivedTable, scope: dict[str, list]) -> DataFrame:
         """The table's rows, only the partitions in `scope` when it is partitioned by one of
@@ -441,8 +438,8 @@ class Runner:
         reason: str,
     ) -> RunReport:
         keys = list(table.record_key)
-        result = transform.persist()
-        try:
+        with HeldFrames() as hold:
+            result = hold(transform)
             verdict = self._validate(table, result, ends, full_refresh=True)
             self._keep_out(table, result, verdict, None, ends)
             promoted, _ = sides(result, verdict, keys)
@@ -458,8 +455,6 @@ class Runner:
             return self._report(
                 table, "full", began, verdict, reconciliation, upserted=reconciliation.promoted, note=reason
             )
-        finally:
-            result.unpersist()
 
     def _increment(
         self,
@@ -472,22 +467,13 @@ class Runner:
         oldest: str | None,
         began: float,
     ) -> RunReport:
-        cached: list[DataFrame] = []
-
-        def cache(frame: DataFrame) -> DataFrame:
-            cached.append(frame.persist())
-            return frame
-
-        try:
-            changes_read, affected, misses = self._read_changes(table, pending, consumed, ends, cache)
+        with HeldFrames() as hold:
+            changes_read, affected, misses = self._read_changes(table, pending, consumed, ends, hold)
             report = self._upsert_affected(
-                table, snapshots, transform, affected, ends, oldest, cache, began, changes_read
+                table, snapshots, transform, affected, ends, oldest, hold, began, changes_read
             )
             notes = [*filter(None, [report.note]), *misses]
             return dataclasses.replace(report, note="; ".join(notes) or None) if misses else report
-        finally:
-            for frame in cached:
-                frame.unpersist()
 
     def _read_changes(
         self,
@@ -495,24 +481,24 @@ class Runner:
         pending: list[tuple[Input, dict[str, int]]],
         consumed: dict[str, str],
         ends: dict[str, str],
-        cache,
+        hold,
     ) -> tuple[int, DataFrame, list[str]]:
         changes_read, affected, misses = 0, [], []
         for source, recorded in pending:
             start, end = consumed[source.table.name], ends[source.table.name]
-            log, count, missed = self._checked_change_log(source, start, end, recorded, cache)
+            log, count, missed = self._checked_change_log(source, start, end, recorded, hold)
             misses += filter(None, [missed])
-            changed = cache(changed_images(log, self.spark.table(source.alias).schema, source.reads))
+            changed = hold(changed_images(log, self.spark.table(source.alias).schema, source.reads))
             changes_read += count
             found = affected_rows(self.spark, table, source, changed)
             # A query joining other inputs would scan them whole only to join nothing; an
             # always-false filter lets Spark drop the scan and keeps the columns.
             affected.append(found if count else found.where(F.lit(False)))
         affected += self._due_for_recheck(table)
-        return changes_read, cache(reduce(DataFrame.unionByName, affected).distinct()), misses
+        return changes_read, hold(reduce(DataFrame.unionByName, affected).distinct()), misses
 
     def _checked_change_log(
-        self, source: Input, start: str, end: str, recorded: dict[str, int], cache
+        self, source: Input, start: str, end: str, recorded: dict[str, int], hold
     ) -> tuple[DataFrame, int, str | None]:
         """The input's change log of (start, end], its row count, and a note naming the
         range's commits that recorded changes (`recorded`, per commit) but of which the log
@@ -529,7 +515,7 @@ class Runner:
         name, path = source.table.name, source.table.path(self.settings)
         best = None
         for _ in range(2):
-            log = cache(change_log(self.spark, path, start, end))
+            log = hold(change_log(self.spark, path, start, end))
             try:
                 per_commit = dict(log.groupBy("ts_ms").count().collect())
             except Py4JJavaError as error:
@@ -586,7 +572,7 @@ class Runner:
         affected: DataFrame,
         ends: dict[str, str],
         oldest: str | None,
-        cache,
+        hold,
         began: float,
         changes_read: int,
     ) -> RunReport:
@@ -601,10 +587,10 @@ class Runner:
             else snapshots[i.alias]
             for i in table.inputs
         }
-        recomputed = cache(self._transform(table, pruned_views).join(affected, keys, "left_semi"))
+        recomputed = hold(self._transform(table, pruned_views).join(affected, keys, "left_semi"))
         verdict = self._validate(table, recomputed, ends, full_refresh=False)
         # Read once: the upserts, the missing rows and the kept-out rows each compare with it.
-        held = cache(self._current(table, scope).join(affected, keys, "left_semi"))
+        held = hold(self._current(table, scope).join(affected, keys, "left_semi"))
         changes = changeset(table, recomputed, held, verdict.quarantined.select(keys))
         if any(column not in keys for column in scope):
             # A row missing from the pruned inputs may have moved out of the affected values
@@ -614,10 +600,10 @@ class Runner:
             # pruned input committed since the run began (the snapshots were read by now), and
             # that is asked first: the timelines answer without a Spark job.
             if self._pruned_inputs_moved(table, ends):
-                missing = cache(changes.missing)
+                missing = hold(changes.missing)
                 if missing.count():
                     changes = changes.still_produced(transform.join(missing.select(keys), keys, "left_semi"))
-        batch = cache(changes.batch())
+        batch = hold(changes.batch())
         upserted, deleted = batch.agg(F.count_if(~F.col(DELETED)), F.count_if(F.col(DELETED))).first()
         rows_in = affected.select(keys).distinct()
         # The quarantine first: a crash before the table's commit leaves the checkpoint

@@ -13,13 +13,14 @@ whose database and tables `make services` creates (infra/metastore.py).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
 from pathlib import Path
 
 import psycopg
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse import artifacts
 from lakehouse.jvm import project_jar
@@ -249,6 +250,36 @@ def session(
     _drop_unused_hadoop_defaults(spark)
     _ship_packages_to_executors(spark)
     return spark
+
+
+class HeldFrames(contextlib.AbstractContextManager):
+    """Frames a job computes once and reads several times, released together when it ends.
+
+    Each is checkpointed where it is computed (in memory, spilling to disk) rather than
+    `persist()`ed, so a later query plans against a short lineage instead of the frame's whole
+    plan, and a write to a table the frame read leaves it be (Spark's V1 write re-caches every
+    cached plan that reads the written table). CHANGELOG.md has the measurement. The price: an
+    executor lost meanwhile fails the job instead of recomputing the frame."""
+
+    def __init__(self) -> None:
+        self._checkpoints: list[DataFrame] = []
+
+    def __call__(self, frame: DataFrame) -> DataFrame:
+        checkpoint = frame.localCheckpoint(eager=True)
+        self._checkpoints.append(checkpoint)
+        # A checkpoint keeps its frame's column identities, and Spark's analyzer does not give
+        # a checkpoint new ones where a join needs them: joined with another frame read from the
+        # same snapshot (unified orders' affected keys with its own lines), it fails with
+        # "Failure when resolving conflicting references in Join". Renamed to the same names,
+        # the columns are new ones.
+        return checkpoint.toDF(*checkpoint.columns)
+
+    def __exit__(self, *_exc) -> None:
+        for checkpoint in self._checkpoints:
+            # PySpark 3.5 reaches a checkpoint's blocks only through its plan's RDD; left alone,
+            # they stay until the JVM's garbage collector finds that RDD unreachable.
+            checkpoint._jdf.queryExecution().analyzed().rdd().unpersist(False)
+        self._checkpoints.clear()
 
 
 # The defaults files of Hadoop's YARN and MapReduce, which no job here uses: Hadoop's client
