@@ -267,12 +267,17 @@ class HeldFrames(contextlib.AbstractContextManager):
     def __call__(self, frame: DataFrame) -> DataFrame:
         checkpoint = frame.localCheckpoint(eager=True)
         self._checkpoints.append(checkpoint)
-        # A checkpoint keeps its frame's column identities, and Spark's analyzer does not give
-        # a checkpoint new ones where a join needs them: joined with another frame read from the
-        # same snapshot (unified orders' affected keys with its own lines), it fails with
-        # "Failure when resolving conflicting references in Join". Renamed to the same names,
-        # the columns are new ones.
-        return checkpoint.toDF(*checkpoint.columns)
+        # A checkpoint keeps its frame's column identities, and Spark 3.5's analyzer fails a
+        # join whose sides share them with "Failure when resolving conflicting references in
+        # Join" where the checkpoint meets the relation it was read from (unified orders'
+        # affected keys with its own lines), and, once renamed by a projection, where it meets
+        # itself (the reconciliation). A new instance of the checkpoint's relation has column
+        # identities of its own, and Spark renews it like any relation where it meets itself.
+        relation = checkpoint._jdf.queryExecution().analyzed().newInstance()
+        held = frame.sparkSession._jvm.org.apache.spark.sql.Dataset.ofRows(
+            frame.sparkSession._jsparkSession, relation
+        )
+        return DataFrame(held, frame.sparkSession)
 
     def __exit__(self, *_exc) -> None:
         for checkpoint in self._checkpoints:
