@@ -11,6 +11,10 @@ sessions start from the cache. Every session uses the shared Hive metastore in P
 whose database and tables `make services` creates (infra/metastore.py).
 """
 
+# Why one module: it is everything the project asks of Spark itself, the session and how a
+# job holds frames in that session's memory (HeldFrames, sized by the memory set here); the
+# rest of the code sees only DataFrames.
+
 from __future__ import annotations
 
 import contextlib
