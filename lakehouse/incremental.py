@@ -33,8 +33,10 @@ commits' changes are read again, and recomputed again, by the next run.
 from __future__ import annotations
 
 import contextlib
+import copy
 import dataclasses
 import json
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
@@ -164,6 +166,15 @@ class Runner:
         (lakehouse/costs.py); without it a run goes incrementally whenever it can."""
         self.spark, self.settings, self.clock, self.by_cost = spark, settings, clock, by_cost
         self._results: dict[str, list[tuple]] = {}
+        self._results_lock = threading.Lock()
+
+    def alongside(self) -> Runner:
+        """A runner for another thread (medallion/parallel.py): a Spark session of its own,
+        since the temporary views a run reads its inputs through are per session, and this
+        runner's gate and gathered quality results."""
+        other = copy.copy(self)
+        other.spark = self.spark.newSession()
+        return other
 
     def run(self, table: DerivedTable, full_refresh: bool = False) -> RunReport:
         relaid = [
@@ -260,15 +271,21 @@ class Runner:
         """Writes the validation results gathered since the last call to each layer's
         results table, one commit per layer, and their Data Docs pages; called after a run
         fails, too."""
-        if not self._results:
+        with self._results_lock:
+            gathered = {layer: list(rows) for layer, rows in self._results.items()}
+        if not gathered:
             return
-        for layer, rows in sorted(self._results.items()):
+        for layer, rows in sorted(gathered.items()):
             results = quality_results_table(layer)
             relaid = layout.ensure(self.spark, self.settings, results)
             if relaid:
                 print(relaid, flush=True)
             hudi.write(self.spark.createDataFrame(rows, RESULTS_SCHEMA), results, self.settings, "insert")
-        self._results.clear()
+            with self._results_lock:
+                # Runs alongside may have gathered more meanwhile; they stay for the next call.
+                del self._results[layer][: len(rows)]
+                if not self._results[layer]:
+                    del self._results[layer]
         self.gate.publish()
 
     @property
@@ -306,7 +323,7 @@ class Runner:
         verdict = self.gate.validate(table.name, table.rules, table.record_key, candidates, validated_at)
         run_id = f"{validated_at:%Y%m%d%H%M%S%f}"
         instants = json.dumps(ends, sort_keys=True)
-        self._results.setdefault(table.layer, []).extend(
+        rows = [
             (
                 run_id,
                 table.name,
@@ -322,7 +339,9 @@ class Runner:
                 validated_at.date(),
             )
             for o in verdict.outcomes
-        )
+        ]
+        with self._results_lock:
+            self._results.setdefault(table.layer, []).extend(rows)
         if verdict.failures:
             raise rules.QualityGateFailed(
                 "; ".join(f.message(table.name, verdict.rows) for f in verdict.failures)

@@ -147,6 +147,7 @@ def _key_first(row: dict, keys: tuple[str, ...]) -> dict:
 
 
 _GATES: dict[tuple, Gate] = {}
+_GATES_LOCK = threading.Lock()  # runs side by side ask at once; one opens the project
 
 
 def import_in_background() -> None:
@@ -170,12 +171,12 @@ class Gate:
 
     SITE = "retailmax"
 
-    def __init__(self, spark: SparkSession, quality_dir: Path, in_memory_rows: int):
+    def __init__(self, quality_dir: Path, in_memory_rows: int):
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
         logging.getLogger("great_expectations").setLevel(logging.WARNING)
-        self.spark, self._gx = spark, gx
+        self._gx = gx
         self.context = gx.get_context(mode="file", project_root_dir=str(quality_dir))
         self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
         self.context.variables.save()
@@ -197,15 +198,20 @@ class Gate:
         self._declare_sources()
         self.quality_dir, self.in_memory_rows = quality_dir, in_memory_rows
         self._unpublished: list = []  # validation results (and their suites) without pages yet
+        # GX's project is not safe for threads; runs side by side (medallion/parallel.py)
+        # take turns in it, and compute their batches outside it.
+        self._lock = threading.Lock()
 
     @classmethod
     def shared(cls, spark: SparkSession, quality_dir: Path, in_memory_rows: int) -> Gate:
-        """The process's gate for this session and project: opening a GX project takes
-        6.5 s on two cores, which every new Runner paid before its first batch."""
-        key = (spark, str(quality_dir), in_memory_rows)
-        if key not in _GATES:
-            _GATES[key] = cls(spark, quality_dir, in_memory_rows)
-        return _GATES[key]
+        """The process's gate for this Spark application (all its sessions) and project:
+        opening a GX project takes 6.5 s on two cores, which every new Runner paid before
+        its first batch."""
+        key = (spark.sparkContext, str(quality_dir), in_memory_rows)
+        with _GATES_LOCK:
+            if key not in _GATES:
+                _GATES[key] = cls(quality_dir, in_memory_rows)
+            return _GATES[key]
 
     def _declare_sources(self) -> None:
         """(Re)declares the two engines' data sources, which drops every asset on them, and
@@ -282,7 +288,6 @@ class Gate:
                 f"{name}: rules name columns {missing} that the table does not have "
                 f"(its columns: {', '.join(batch.columns)})"
             )
-        forget_old_runs(self.quality_dir, name)
         batch = batch.withColumns({dict(r.arguments)["column"]: _problems(r) for r in rules if r.computed})
         # One Spark job both sizes a small batch and collects it: counting first, then
         # collecting, computed the batch (and its Python checks) twice.
@@ -304,17 +309,21 @@ class Gate:
                 expectation_parameters=expectation_parameters(rules, now),
             )
 
-        try:
-            result = run()
-        except ResourceFreshnessAggregateError:
-            # Another process (a scheduled asset, a `lakehouse` command) declared the same
-            # suite in the shared GX project since this gate did, and GX refuses a copy that
-            # differs from the stored one: declare everything again, then validate.
-            self._declare_sources()
-            result = run()
-        from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
+        with self._lock:
+            forget_old_runs(self.quality_dir, name)
+            try:
+                result = run()
+            except ResourceFreshnessAggregateError:
+                # Another process (a scheduled asset, a `lakehouse` command) declared the same
+                # suite in the shared GX project since this gate did, and GX refuses a copy that
+                # differs from the stored one: declare everything again, then validate.
+                self._declare_sources()
+                result = run()
+            from great_expectations.data_context.types.resource_identifiers import (
+                ExpectationSuiteIdentifier,
+            )
 
-        self._unpublished += [*result.run_results, ExpectationSuiteIdentifier(name=name)]
+            self._unpublished += [*result.run_results, ExpectationSuiteIdentifier(name=name)]
         by_name = {r.name: r for r in rules}
         outcomes: dict[str, Outcome] = {}
         for validation in result.run_results.values():
@@ -343,24 +352,27 @@ class Gate:
                     outcomes[rule.name].joined(outcome) if rule.name in outcomes else outcome
                 )
         judged = [outcomes[r.name] for r in rules]
-        return Verdict(rows, judged, self._quarantined(keys, batch.schema, judged))
+        return Verdict(rows, judged, self._quarantined(batch.sparkSession, keys, batch.schema, judged))
 
     def publish(self) -> None:
         """Builds the Data Docs pages of the validations since the last call, and the site's
         index once: GX's own checkpoint action rebuilt the index at every validation, a third
         of each one's time."""
-        if self._unpublished:
-            self.context.build_data_docs(site_names=[self.SITE], resource_identifiers=self._unpublished)
-            self._unpublished = []
+        with self._lock:
+            if self._unpublished:
+                self.context.build_data_docs(site_names=[self.SITE], resource_identifiers=self._unpublished)
+                self._unpublished = []
 
-    def _quarantined(self, keys: tuple[str, ...], schema: T.StructType, outcomes: list[Outcome]) -> DataFrame:
+    def _quarantined(
+        self, spark: SparkSession, keys: tuple[str, ...], schema: T.StructType, outcomes: list[Outcome]
+    ) -> DataFrame:
         key_fields = [schema[k] for k in keys]
         failing = [
             (*(row[k] for k in keys), o.rule.name, o.rule.waits_for is not None)
             for o in _quarantining(outcomes)
             for row in o.failing_keys
         ]
-        broken = self.spark.createDataFrame(
+        broken = spark.createDataFrame(
             failing,
             T.StructType(
                 key_fields

@@ -339,6 +339,14 @@ class Settings:
     scheduler_retry_delay_seconds: int = setting(
         "SCHEDULER_RETRY_DELAY_SECONDS", 30, POSITIVE, "How long the scheduler waits before each such retry."
     )
+    tables_at_once: int = setting(
+        "TABLES_AT_ONCE",
+        2,
+        POSITIVE,
+        "How many Silver and Gold tables a pass (`lakehouse run`, `silver`, `gold`) runs side "
+        "by side, each once the tables it reads are done: a table's run leaves a core idle "
+        "much of the time.",
+    )
     quality_in_memory_rows: int = setting(
         "QUALITY_IN_MEMORY_ROWS",
         100_000,

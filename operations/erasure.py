@@ -40,6 +40,7 @@ from lakehouse import catalog, hudi, timeline
 from lakehouse.incremental import Runner
 from lakehouse.settings import ERASER, ConfigurationError, Settings
 from lakehouse.tables import Table, quality_results_table
+from medallion import parallel
 from medallion.tables import derived_tables
 from operations import maintenance, redaction, savepoints
 
@@ -190,8 +191,7 @@ def _land(
 def _run_derived(spark: SparkSession, settings: Settings) -> None:
     runner = Runner(spark, settings)
     try:
-        for table in derived_tables():
-            runner.run(table)
+        parallel.run_tables(runner, derived_tables(), False, settings.tables_at_once)
     finally:
         runner.record_results()
 

@@ -17,10 +17,11 @@ from bronze.tables import BRONZE_TABLES, BronzeTable, bronze_table
 from ingestion import connector
 from lakehouse import costs, locks, quality
 from lakehouse.incremental import InputNotReady, Runner, utc_now
+from lakehouse.reports import RunReport
 from lakehouse.rules import QualityGateFailed
 from lakehouse.settings import ConfigurationError, Settings
 from lakehouse.tables import DerivedTable
-from medallion import freshness
+from medallion import freshness, parallel
 from medallion.invocation import lakehouse
 from medallion.tables import derived_tables, session
 from monitoring.state import table_states
@@ -99,32 +100,42 @@ def bronze(
 
 def derived(
     settings: Settings,
-    layer: str,
+    layer: str | None,
     names: list[str] | None = None,
     full_refresh: bool = False,
     as_json: bool = False,
     runner: Runner | None = None,
-    record: bool = True,
 ) -> None:
-    """Brings the layer's tables (`names`, or all) up to date with their inputs' changes, or
-    with `full_refresh` recomputes them from whole input snapshots. Their quality results are
-    recorded at the end, failed or not, unless `record` is false (the caller records them)."""
-    tables = layer_tables(layer, names)
-    with locks.exclusive_writer(settings, layer):
-        runner = runner or Runner(session(settings, layer, one_shot=True), settings)
+    """Brings the layer's tables (`names`, or all; every layer's without `layer`) up to date
+    with their inputs' changes, or with `full_refresh` recomputes them from whole input
+    snapshots, `TABLES_AT_ONCE` side by side (medallion/parallel.py). Their quality results
+    are recorded at the end, failed or not."""
+    layers = [layer] if layer else ["silver", "gold"]
+    tables = [t for each in layers for t in layer_tables(each, names)]
+    with ExitStack() as writers:
+        for each in layers:
+            writers.enter_context(locks.exclusive_writer(settings, each))
+        runner = runner or Runner(session(settings, layer or "run", one_shot=True), settings)
+
+        def done(table: DerivedTable, outcome: RunReport | InputNotReady) -> None:
+            if isinstance(outcome, InputNotReady):
+                # Nothing to build from yet (no event sent so far, say); the tables that
+                # do not read this input go on.
+                print(_waiting(table, outcome, as_json), flush=True)
+            else:
+                print(json.dumps(outcome.as_dict()) if as_json else outcome.line(), flush=True)
+
+        began = time.monotonic()
         try:
-            for table in tables:
-                try:
-                    report = runner.run(table, full_refresh)
-                except InputNotReady as waiting:
-                    # Nothing to build from yet (no event sent so far, say); the tables that
-                    # do not read this input go on.
-                    print(_waiting(table, waiting, as_json), flush=True)
-                    continue
-                print(json.dumps(report.as_dict()) if as_json else report.line(), flush=True)
+            parallel.run_tables(runner, tables, full_refresh, settings.tables_at_once, done)
+            if not as_json:
+                print(
+                    f"{', '.join(layers)}: {len(tables)} tables in {time.monotonic() - began:.1f} s, "
+                    f"{settings.tables_at_once} at a time"
+                )
         finally:
-            if record:
-                runner.record_results()
+            # Once for every layer: each record builds the Data Docs index again.
+            runner.record_results()
 
 
 def _waiting(table: DerivedTable, waiting: InputNotReady, as_json: bool = False) -> str:
@@ -137,15 +148,7 @@ def run(settings: Settings, full_refresh: bool = False) -> None:
     """One idempotent pass through every layer: Bronze drain, then Silver, then Gold."""
     quality.import_in_background()
     bronze(settings)
-    # One runner for both layers: its quality gate (a Great Expectations context) takes
-    # seconds to set up.
-    runner = Runner(session(settings, "run", one_shot=True), settings)
-    try:
-        for layer in ("silver", "gold"):
-            derived(settings, layer, full_refresh=full_refresh, runner=runner, record=False)
-    finally:
-        # Once for both layers: each record builds the Data Docs index again.
-        runner.record_results()
+    derived(settings, None, full_refresh=full_refresh)
     # The pass is exact for what Kafka held, but the source's changes since the connector
     # failed are in neither: a pass that exits 0 would say the lakehouse is current.
     if failed := connector.failure(settings):

@@ -38,7 +38,7 @@ from lakehouse.network import port_open
 from lakehouse.reports import RunReport
 from lakehouse.settings import read_env_file
 from lakehouse.tables import Table
-from medallion import verify
+from medallion import parallel, verify
 from medallion.invocation import lakehouse
 from medallion.tables import derived_tables
 from silver.tables import UNIFIED_CUSTOMER_ORDERS
@@ -180,15 +180,16 @@ def drain_until_equal(spark, settings, db, tables=tuple(CDC_TABLES), timeout=180
 
 
 def run_tables(spark, settings, tables=None, clock=utc_now) -> dict[str, RunReport]:
-    """Runs `tables` (all, in layer order, by default) and records their validation
-    results, as `lakehouse run` does, but on the test session's SparkSession: a command of
-    its own would start a JVM per run. Each table takes the incremental path whenever it
-    can: which path a run's measured costs would pick varies with the machine's load, and
-    a test of what a run computes must not (tests/integration/test_silver_gold.py tests
-    the choice)."""
+    """Runs `tables` (all by default) as `lakehouse run` does, side by side once their
+    inputs are done, and records their validation results, but on the test session's
+    SparkSession: a command of its own would start a JVM per run. Each table takes the
+    incremental path whenever it can: which path a run's measured costs would pick varies
+    with the machine's load, and a test of what a run computes must not
+    (tests/integration/test_silver_gold.py tests the choice). A table without input data
+    fails the call."""
     runner = Runner(spark, settings, clock, by_cost=False)
     try:
-        return {table.name: runner.run(table) for table in tables or derived_tables()}
+        return parallel.run_tables(runner, list(tables or derived_tables()), False, settings.tables_at_once)
     finally:
         runner.record_results()
 

@@ -167,6 +167,7 @@ def test_every_benchmark_plot_is_drawn_from_its_results_file(plotter):
     expected = {
         "scheduled-run.svg": [
             incremental["bronze_seconds"],
+            incremental["derived_seconds"],
             incremental["other_seconds"],
             *(t["seconds"] for t in incremental["tables"].values()),
         ],

@@ -20,7 +20,7 @@ def test_a_suite_another_process_declared_meanwhile_is_declared_again(spark, tmp
     asset): each one's save makes the other's copy of the suite stale in GX's eyes."""
     declared = (rules.in_set("channel", ("store", "web")),)
     batch = spark.createDataFrame([(1, "web"), (2, "fax")], "id long, channel string")
-    this, other = (quality.Gate(spark, tmp_path / "quality", in_memory_rows=1_000) for _ in range(2))
+    this, other = (quality.Gate(tmp_path / "quality", in_memory_rows=1_000) for _ in range(2))
     assert _channel_failures(this, batch, declared) == 1
     assert _channel_failures(other, batch, declared) == 1
     assert _channel_failures(this, batch, declared) == 1
@@ -36,7 +36,7 @@ def test_a_table_declared_anew_is_checked_by_its_new_rules(spark, tmp_path):
 
 def test_data_docs_are_built_once_for_the_validations_since_the_last_build(spark, tmp_path):
     batch = spark.createDataFrame([(1, "web"), (2, "fax")], "id long, channel string")
-    gate = quality.Gate(spark, tmp_path / "quality", in_memory_rows=1_000)
+    gate = quality.Gate(tmp_path / "quality", in_memory_rows=1_000)
     declared = (rules.in_set("channel", ("store", "web")),)
     for _ in range(2):
         _channel_failures(gate, batch, declared)

@@ -162,7 +162,7 @@ def test_the_in_memory_and_the_spark_engine_reach_the_same_verdict(spark, tmp_pa
             ),
         ),
     ]
-    gate = quality.Gate(spark, tmp_path / "quality", in_memory_rows=1_000)
+    gate = quality.Gate(tmp_path / "quality", in_memory_rows=1_000)
     for table, batch in batches:
         for rows in (batch, batch.limit(0)):
             verdicts = [
@@ -182,7 +182,7 @@ def test_a_null_breaks_a_value_rule_unless_the_rule_allows_it(spark, tmp_path):
     batch = spark.createDataFrame(
         [(1, "web", None), (2, None, 1.0), (3, "fax", 2.0)], "id long, channel string, discount double"
     )
-    gate = quality.Gate(spark, tmp_path / "quality", in_memory_rows=1_000)
+    gate = quality.Gate(tmp_path / "quality", in_memory_rows=1_000)
     for engine in ("spark", "pandas"):
         channel, discount = gate.validate(
             "nulls", declared, ("id",), batch, datetime(2026, 6, 1), engine
@@ -206,7 +206,7 @@ def test_the_email_rule_reports_why_each_address_fails(spark, tmp_path):
         ],
         "customer_id long, email string",
     )
-    gate = quality.Gate(spark, tmp_path / "quality", in_memory_rows=1_000)
+    gate = quality.Gate(tmp_path / "quality", in_memory_rows=1_000)
     for engine in ("spark", "pandas"):
         (outcome,) = gate.validate(
             "emails", (rule,), ("customer_id",), batch, datetime(2026, 6, 1), engine
