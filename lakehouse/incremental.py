@@ -291,7 +291,7 @@ class Runner:
     @property
     def gate(self) -> quality.Gate:
         settings = self.settings
-        return quality.Gate.shared(self.spark, settings.quality_dir, settings.quality_in_memory_rows)
+        return quality.Gate.shared(settings.quality_dir, settings.quality_in_memory_rows)
 
     def _snapshots(self, table: DerivedTable) -> dict[str, DataFrame]:
         return {i.alias: snapshot(self.spark, i.table, self.settings) for i in table.inputs}

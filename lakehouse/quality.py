@@ -8,7 +8,7 @@ Great Expectations, and says which rows to promote, which to keep out and why.
 
 from __future__ import annotations
 
-import importlib
+import contextlib
 import json
 import logging
 import shutil
@@ -150,13 +150,18 @@ _GATES: dict[tuple, Gate] = {}
 _GATES_LOCK = threading.Lock()  # runs side by side ask at once; one opens the project
 
 
-def import_in_background() -> None:
-    """Starts importing Great Expectations on a thread of its own. Its import takes about
-    5 s of a `lakehouse run` on two cores, time the Bronze drain before the first gate
-    spends mostly waiting on the JVM; the gate then finds it imported."""
-    threading.Thread(
-        target=importlib.import_module, args=("great_expectations",), name="import-gx", daemon=True
-    ).start()
+def open_in_background(quality_dir: Path, in_memory_rows: int) -> None:
+    """Starts opening the process's gate (`Gate.shared`) on a thread of its own. Importing
+    GX and opening its project take seconds of Python in a `lakehouse run` on two cores, time
+    the Bronze drain before the first gate spends mostly waiting on the JVM; the first run
+    then finds the gate open, or waits for it."""
+
+    def open_gate() -> None:
+        with contextlib.suppress(Exception):
+            # What failed here fails again where a run asks for the gate, and says so there.
+            Gate.shared(quality_dir, in_memory_rows)
+
+    threading.Thread(target=open_gate, name="open-gx", daemon=True).start()
 
 
 class Gate:
@@ -203,11 +208,11 @@ class Gate:
         self._lock = threading.Lock()
 
     @classmethod
-    def shared(cls, spark: SparkSession, quality_dir: Path, in_memory_rows: int) -> Gate:
-        """The process's gate for this Spark application (all its sessions) and project:
-        opening a GX project takes 6.5 s on two cores, which every new Runner paid before
-        its first batch."""
-        key = (spark.sparkContext, str(quality_dir), in_memory_rows)
+    def shared(cls, quality_dir: Path, in_memory_rows: int) -> Gate:
+        """The process's gate for this project: opening a GX project takes seconds on two
+        cores, which every new Runner paid before its first batch. A gate serves every Spark
+        session: each batch brings its own, and GX's Spark engine uses it."""
+        key = (str(quality_dir), in_memory_rows)
         with _GATES_LOCK:
             if key not in _GATES:
                 _GATES[key] = cls(quality_dir, in_memory_rows)

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 import psycopg
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
 from lakehouse import artifacts
@@ -259,18 +260,24 @@ def session(
 class HeldFrames(contextlib.AbstractContextManager):
     """Frames a job computes once and reads several times, released together when it ends.
 
-    Each is checkpointed where it is computed (in memory, spilling to disk) rather than
-    `persist()`ed, so a later query plans against a short lineage instead of the frame's whole
-    plan, and a write to a table the frame read leaves it be (Spark's V1 write re-caches every
-    cached plan that reads the written table). CHANGELOG.md has the measurement. The price: an
-    executor lost meanwhile fails the job instead of recomputing the frame."""
+    In local mode each is checkpointed where it is computed (in memory, spilling to disk)
+    rather than `persist()`ed, so a later query plans against a short lineage instead of the
+    frame's whole plan, and a write to a table the frame read leaves it be (Spark's V1 write
+    re-caches every cached plan that reads the written table). CHANGELOG.md has the
+    measurement. On a cluster a worker can be lost during a run: a local checkpoint's blocks
+    then go with it and fail the job, where a persisted frame's are computed again from its
+    plan, so there frames are persisted."""
 
     def __init__(self) -> None:
-        self._checkpoints: list[DataFrame] = []
+        self._held: list[DataFrame] = []
 
     def __call__(self, frame: DataFrame) -> DataFrame:
+        if not frame.sparkSession.sparkContext.master.startswith("local"):
+            held = frame.persist(StorageLevel.MEMORY_AND_DISK)
+            self._held.append(held)
+            return held
         checkpoint = frame.localCheckpoint(eager=True)
-        self._checkpoints.append(checkpoint)
+        self._held.append(checkpoint)
         # A checkpoint keeps its frame's column identities, and Spark 3.5's analyzer fails a
         # join whose sides share them with "Failure when resolving conflicting references in
         # Join" where the checkpoint meets the relation it was read from (unified orders'
@@ -284,11 +291,14 @@ class HeldFrames(contextlib.AbstractContextManager):
         return DataFrame(held, frame.sparkSession)
 
     def __exit__(self, *_exc) -> None:
-        for checkpoint in self._checkpoints:
-            # PySpark 3.5 reaches a checkpoint's blocks only through its plan's RDD; left alone,
-            # they stay until the JVM's garbage collector finds that RDD unreachable.
-            checkpoint._jdf.queryExecution().analyzed().rdd().unpersist(False)
-        self._checkpoints.clear()
+        for held in self._held:
+            if held.is_cached:
+                held.unpersist()
+            else:
+                # PySpark 3.5 reaches a checkpoint's blocks only through its plan's RDD; left
+                # alone, they stay until the JVM's garbage collector finds that RDD unreachable.
+                held._jdf.queryExecution().analyzed().rdd().unpersist(False)
+        self._held.clear()
 
 
 # The defaults files of Hadoop's YARN and MapReduce, which no job here uses: Hadoop's client

@@ -146,7 +146,7 @@ def _waiting(table: DerivedTable, waiting: InputNotReady, as_json: bool = False)
 
 def run(settings: Settings, full_refresh: bool = False) -> None:
     """One idempotent pass through every layer: Bronze drain, then Silver, then Gold."""
-    quality.import_in_background()
+    quality.open_in_background(settings.quality_dir, settings.quality_in_memory_rows)
     bronze(settings)
     derived(settings, None, full_refresh=full_refresh)
     # The pass is exact for what Kafka held, but the source's changes since the connector

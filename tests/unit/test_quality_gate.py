@@ -28,9 +28,9 @@ def test_a_suite_another_process_declared_meanwhile_is_declared_again(spark, tmp
 
 def test_a_table_declared_anew_is_checked_by_its_new_rules(spark, tmp_path):
     batch = spark.createDataFrame([(1, "web"), (2, "fax")], "id long, channel string")
-    gate = quality.Gate.shared(spark, tmp_path / "quality", 1_000)
+    gate = quality.Gate.shared(tmp_path / "quality", 1_000)
     assert _channel_failures(gate, batch, (rules.in_set("channel", ("store", "web")),)) == 1
-    assert quality.Gate.shared(spark, tmp_path / "quality", 1_000) is gate
+    assert quality.Gate.shared(tmp_path / "quality", 1_000) is gate
     assert _channel_failures(gate, batch, (rules.in_set("channel", ("web", "fax")),)) == 0
 
 
