@@ -6,9 +6,11 @@ it does not reflect yet (monitoring/state.py measures it from the tables' commit
 Kafka). It becomes *due* when the time left before it misses its target is what its run,
 with its inputs' runs, last took (lakehouse/costs.py), plus the longest such chain of runs
 of any table: the loop may have just started that one when this table comes due. Among the
-due tables, the one furthest into its target (behind / target) runs first. After every run
-the standings are read again, so an urgent table waits for one other chain of runs at
-most, never for a pass over all of them.
+due tables, the one furthest into its target (behind / target) runs first. The loop runs
+`TABLES_AT_ONCE` such chains side by side, each in a slot of its own, and whenever a slot
+frees it reads the standings again: an urgent table waits for a free slot at most, never for
+a pass over all of them. A chain never starts beside a run of a table it reads
+(`downstream`): it would take that table's state before the run's commit, and run again.
 
 A table runs only when a run can make it fresher: its inputs, or the derived tables it
 reads, hold changes it has not taken. Between changes nothing runs, so a quiet source costs
@@ -108,6 +110,16 @@ def seconds_until_due(
         ),
         default=0.0,
     )
+
+
+def downstream(tables: list[DerivedTable], names: set[str]) -> set[str]:
+    """`names` and every derived table that reads one of them, directly or further down."""
+    found = set(names)
+    while readers := {
+        t.name for t in tables if t.name not in found and any(i.table.name in found for i in t.inputs)
+    }:
+        found |= readers
+    return found
 
 
 def _upstream(table: DerivedTable, tables: list[DerivedTable]) -> set[str]:

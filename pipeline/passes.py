@@ -6,10 +6,12 @@ pass through every layer (`lakehouse run`), and the continuous pipeline's superv
 from __future__ import annotations
 
 import json
+import queue
 import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack
 
 from bronze.job import BronzeJob
@@ -161,9 +163,9 @@ def run(settings: Settings, full_refresh: bool = False) -> None:
 
 def run_continuously(settings: Settings, trigger_seconds: int, interval: int) -> None:
     """Bronze streams in a process of its own while this one keeps Silver and Gold within
-    their freshness targets: it reads where every table stands against the source, runs
-    the one most overdue (after the derived tables it reads), and reads again
-    (medallion/freshness.py). Between changes it waits, at most `interval` s at a time.
+    their freshness targets: it reads where every table stands against the source and runs
+    the most overdue (after the derived tables it reads), `TABLES_AT_ONCE` such chains at a
+    time (medallion/freshness.py). Between changes it waits, at most `interval` s at a time.
 
     Two JVMs rather than one: within one Spark application a Silver or Gold job holds the
     cores until it ends, so the streams' micro-batches (and everything downstream of them)
@@ -203,45 +205,82 @@ RESULTS_EVERY_SECONDS = 60
 
 
 def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_process: subprocess.Popen) -> None:
+    """Up to `TABLES_AT_ONCE` chains of runs at once, each in a slot of its own: whenever a
+    slot is free, the most overdue table that neither runs nor reads a running table starts
+    there, after the derived tables it reads (`freshness.next_runs`). An urgent table waits
+    for a free slot, not for the other chains."""
     tables = derived_tables()
-    # A table whose run was refused (no input data yet, a quality gate) waits until one of
-    # its inputs commits again: retried before, it would stay the most overdue forever.
+    # A table whose run was refused (no input data yet, a quality gate) or found nothing to
+    # take waits until one of its inputs commits again: retried before, it would stay the
+    # most overdue forever.
     held: dict[str, tuple] = {}
+    chains: dict[Future, list[DerivedTable]] = {}
+    # One runner (a Spark session) per slot, reused: a session for every chain would
+    # pile up sessions in a process that runs for days.
+    spare = queue.SimpleQueue()
+    for _ in range(settings.tables_at_once):
+        spare.put(runner.alongside())
     results_written = time.monotonic()
-    while bronze_process.poll() is None:
-        states = {s.name: s for s in table_states(settings, storage=False)}
-        held = {name: seen for name, seen in held.items() if _input_commits(states, name) == seen}
-        standings = _standings(tables, states)
-        plan = freshness.next_runs(tables, standings, _expected_seconds(settings), set(held))
-        ran = False
-        for table in plan:
-            if over := standings[table.name].over_target(table):
-                print(
-                    f"{table.name:<40} {standings[table.name].behind:.0f} s behind the source, "
-                    f"over its {table.fresh_within.total_seconds():.0f} s target by {over:.0f} s",
-                    flush=True,
-                )
+    with ThreadPoolExecutor(settings.tables_at_once, thread_name_prefix="slot") as slots:
+        while bronze_process.poll() is None:
+            states = {s.name: s for s in table_states(settings, storage=False)}
+            held = {name: seen for name, seen in held.items() if _input_commits(states, name) == seen}
+            standings = _standings(tables, states)
+            while len(chains) < settings.tables_at_once:
+                running = {t.name for chain in chains.values() for t in chain}
+                busy = freshness.downstream(tables, running)
+                plan = freshness.next_runs(tables, standings, _expected_seconds(settings), set(held) | busy)
+                if not plan:
+                    break
+                for table in plan:
+                    if over := standings[table.name].over_target(table):
+                        print(
+                            f"{table.name:<40} {standings[table.name].behind:.0f} s behind the source, "
+                            f"over its {table.fresh_within.total_seconds():.0f} s target by {over:.0f} s",
+                            flush=True,
+                        )
+                inputs_seen = {t.name: _input_commits(states, t.name) for t in plan}
+                chains[slots.submit(_run_chain, spare, plan, inputs_seen)] = plan
+            if not chains or time.monotonic() - results_written >= RESULTS_EVERY_SECONDS:
+                runner.record_results()
+                results_written = time.monotonic()
+            pause = min(
+                max(freshness.seconds_until_due(tables, standings, _expected_seconds(settings)), 1.0),
+                interval,
+            )
+            if not chains:
+                time.sleep(pause)
+                continue
+            finished, _ = wait(chains, timeout=pause, return_when=FIRST_COMPLETED)
+            for chain in finished:
+                del chains[chain]
+                held |= chain.result()  # any other failure ends the loop
+
+
+def _run_chain(spare: queue.SimpleQueue, chain: list[DerivedTable], inputs_seen: dict[str, tuple]) -> dict:
+    """Runs `chain` in order on a spare runner; returns the tables to hold, with their
+    inputs' commits when the chain was planned. A refused run stops the chain: the tables
+    after it read it."""
+    runner, held = spare.get(), {}
+    try:
+        for table in chain:
             try:
                 report = runner.run(table)
-                print(report.line(), flush=True)
-                ran = ran or report.mode != "idle"
             except InputNotReady as waiting:
                 # Bronze has not landed this input yet.
                 print(_waiting(table, waiting), flush=True)
-                held[table.name] = _input_commits(states, table.name)
-                break
+                return held | {table.name: inputs_seen[table.name]}
             except QualityGateFailed as blocked:
                 # Nothing was committed; the table stays blocked, the others go on, and it
                 # is tried again once an input brings new commits (the rows fixed at the source).
                 print(f"{table.name:<40} blocked: {blocked}", flush=True)
-                held[table.name] = _input_commits(states, table.name)
-                break
-        if not plan or time.monotonic() - results_written >= RESULTS_EVERY_SECONDS:
-            runner.record_results()
-            results_written = time.monotonic()
-        if not ran:
-            wait = freshness.seconds_until_due(tables, standings, _expected_seconds(settings))
-            time.sleep(min(max(wait, 1.0), interval))
+                return held | {table.name: inputs_seen[table.name]}
+            print(report.line(), flush=True)
+            if report.mode == "idle":
+                held[table.name] = inputs_seen[table.name]
+        return held
+    finally:
+        spare.put(runner)
 
 
 def _standings(tables: list[DerivedTable], states: dict) -> dict[str, freshness.Standing]:

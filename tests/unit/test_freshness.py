@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from bronze.tables import BRONZE_TABLES, INVENTORY_UPDATES, WEB_CLICKSTREAMS
 from gold.tables import CUSTOMER_SEGMENTATION_FEATURES, CUSTOMER_SEGMENTS, DAILY_SALES
-from medallion.freshness import Standing, bronze_triggers, next_runs, seconds_until_due
+from medallion.freshness import Standing, bronze_triggers, downstream, next_runs, seconds_until_due
 from medallion.tables import derived_tables
-from silver.tables import CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
+from silver.tables import (
+    CUSTOMER_PROFILES,
+    PRODUCT_DAILY_INVENTORY,
+    SESSIONIZED_CLICKSTREAMS,
+    UNIFIED_CUSTOMER_ORDERS,
+)
 
 TABLES = derived_tables()
 
@@ -105,3 +110,17 @@ def test_bronze_commits_a_topic_less_often_when_every_table_downstream_accepts_m
         expected = {t.name: slower.get(t.name, shortest) for t in BRONZE_TABLES}
         assert bronze_triggers(TABLES, shortest) == expected
     assert set(bronze_triggers(TABLES, 90).values()) == {90}
+
+
+def test_downstream_of_a_table_is_every_table_that_reads_it_directly_or_further_down():
+    assert downstream(TABLES, {CUSTOMER_PROFILES.name}) == {
+        CUSTOMER_PROFILES.name,
+        CUSTOMER_SEGMENTS.name,
+        CUSTOMER_SEGMENTATION_FEATURES.name,
+    }
+    # Everything reads unified orders but the two tables built from events alone.
+    assert downstream(TABLES, {UNIFIED_CUSTOMER_ORDERS.name}) == {t.name for t in TABLES} - {
+        SESSIONIZED_CLICKSTREAMS.name,
+        PRODUCT_DAILY_INVENTORY.name,
+    }
+    assert downstream(TABLES, set()) == set()

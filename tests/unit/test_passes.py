@@ -1,14 +1,20 @@
-"""A pass over a layer: what each table's outcome does to the rest of the pass."""
+"""A pass over a layer: what each table's outcome does to the rest of the pass; the
+continuous loop's slots."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import threading
+import time
+from collections import Counter
+from types import SimpleNamespace
 
 from lakehouse.incremental import InputNotReady
 from lakehouse.reports import RunReport
+from medallion.tables import declared_tables
 from pipeline import passes
-from silver.tables import SESSIONIZED_CLICKSTREAMS
+from silver.tables import CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
 
 NO_EVENTS = InputNotReady(
     "hudi_sessionized_clickstreams_silver: input bronze.hudi_web_clickstreams_bronze has no data yet"
@@ -56,3 +62,82 @@ def test_a_waiting_table_is_a_report_in_json(settings, tmp_path, capsys):
         "mode": "waiting",
         "note": str(NO_EVENTS),
     }
+
+
+class Warehouse:
+    """The tables' standings and the runner's side of the continuous loop without Spark:
+    the tables named are behind the source with changes waiting; a run takes a moment,
+    brings its table up to date and commits it."""
+
+    def __init__(self, behind: dict[str, float]):
+        self.behind, self.commits, self.events = dict(behind), Counter(), []
+        self._lock = threading.Lock()
+
+    def states(self, settings, storage):
+        with self._lock:
+            return [
+                SimpleNamespace(
+                    name=t.name,
+                    last_commit=self.commits[t.name],
+                    source_known=True,
+                    source_lag=lambda now, behind=self.behind.get(t.name, 0.0): behind,
+                    oldest_waiting="a change" if t.name in self.behind else None,
+                )
+                for t in declared_tables()
+            ]
+
+    def alongside(self):
+        return self
+
+    def run(self, table, full_refresh=False):
+        self.events.append(("start", table.name))
+        time.sleep(0.5)
+        with self._lock:
+            self.behind.pop(table.name, None)
+            self.commits[table.name] += 1
+        self.events.append(("end", table.name))
+        return RunReport(table.name, "incremental")
+
+    def record_results(self):
+        pass
+
+    def poll(self):
+        """The Bronze process: it stops once every table has run."""
+        return 0 if not self.behind else None
+
+
+def test_the_continuous_loop_runs_overdue_chains_side_by_side_never_beside_their_inputs(
+    settings, monkeypatch, capsys
+):
+    # Clickstreams 4x their target, profiles 3x (their chain starts with unified orders):
+    # each takes a slot, the first its own.
+    warehouse = Warehouse(
+        {
+            SESSIONIZED_CLICKSTREAMS.name: 1200.0,
+            CUSTOMER_PROFILES.name: 900.0,
+            UNIFIED_CUSTOMER_ORDERS.name: 100.0,
+        }
+    )
+    monkeypatch.setattr(passes, "table_states", warehouse.states)
+    monkeypatch.setattr(passes, "_expected_seconds", lambda settings: lambda name: 1.0)
+
+    passes._keep_fresh(settings, warehouse, 1, warehouse)
+
+    # Both chains start before either ends.
+    assert set(warehouse.events[:2]) == {
+        ("start", SESSIONIZED_CLICKSTREAMS.name),
+        ("start", UNIFIED_CUSTOMER_ORDERS.name),
+    }
+    starts = [name for event, name in warehouse.events if event == "start"]
+    assert sorted(starts) == sorted(
+        [SESSIONIZED_CLICKSTREAMS.name, UNIFIED_CUSTOMER_ORDERS.name, CUSTOMER_PROFILES.name]
+    )
+    events = warehouse.events
+    # Profiles read unified orders: they start once its run has ended.
+    assert events.index(("start", CUSTOMER_PROFILES.name)) > events.index(
+        ("end", UNIFIED_CUSTOMER_ORDERS.name)
+    )
+    assert (
+        f"{CUSTOMER_PROFILES.name:<40} 900 s behind the source, over its 300 s target by 600 s"
+        in capsys.readouterr().out
+    )
