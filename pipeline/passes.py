@@ -252,9 +252,9 @@ def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_proces
                 time.sleep(pause)
                 continue
             finished, _ = wait(chains, timeout=pause, return_when=FIRST_COMPLETED)
-            for chain in finished:
-                del chains[chain]
-                held |= chain.result()  # any other failure ends the loop
+            for future in finished:
+                del chains[future]
+                held |= future.result()  # any other failure ends the loop
 
 
 def _run_chain(spare: queue.SimpleQueue, chain: list[DerivedTable], inputs_seen: dict[str, tuple]) -> dict:
