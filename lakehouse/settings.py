@@ -344,9 +344,8 @@ class Settings:
         2,
         POSITIVE,
         "How many Silver and Gold tables a pass (`lakehouse run`, `silver`, `gold`) runs side "
-        "by side, each once the tables it reads are done, and how many chains of runs the "
-        "continuous pipeline keeps going at once: a table's run leaves a core idle much of "
-        "the time.",
+        "by side, each once the tables it reads are done; the continuous pipeline, how many "
+        "chains of runs.",
     )
     quality_in_memory_rows: int = setting(
         "QUALITY_IN_MEMORY_ROWS",
