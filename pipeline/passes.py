@@ -3,6 +3,11 @@ and Gold table brought up to date from its inputs' changes by the incremental ru
 pass through every layer (`lakehouse run`), and the continuous pipeline's supervisor
 (`lakehouse run --continuous`)."""
 
+# Why one module over 300 lines: every pass takes the same writer locks, runner and report
+# lines, and `lakehouse run` and the continuous supervisor are compositions of the Bronze
+# and derived passes above them; the choice of what runs next lives apart
+# (medallion/freshness.py), as does running tables side by side (medallion/parallel.py).
+
 from __future__ import annotations
 
 import json
