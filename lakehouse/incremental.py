@@ -360,23 +360,30 @@ class Runner:
         ends: dict[str, str],
     ) -> None:
         """Brings the quarantine table in line with the verdict for the affected keys (all
-        keys on a full refresh): kept-out rows are upserted with their reasons, and rows no
-        longer kept out (fixed, or promoted now that a late dimension arrived) leave."""
+        keys on a full refresh): kept-out rows, new or changed, are upserted with their
+        reasons, and rows no longer kept out (fixed, or promoted now that a late dimension
+        arrived) leave."""
         keys, quarantine = list(table.record_key), table.quarantine
-        kept_out = (
-            sides(candidates, verdict, keys)[1]
-            .withColumn("input_instants", F.lit(json.dumps(ends, sort_keys=True)))
-            .withColumn("quarantined_at", F.current_timestamp())
-            .withColumn(DELETED, F.lit(False))
-        )
+        kept_out, released = sides(candidates, verdict, keys)[1], None
         if catalog.exists(self.spark, quarantine.path(self.settings)):
             held = snapshot(self.spark, quarantine, self.settings)
             if affected is not None:
                 held = held.join(affected, keys, "left_semi")
             released = held.join(verdict.quarantined.select(keys), keys, "left_anti")
-            kept_out = kept_out.unionByName(released.withColumn(DELETED, F.lit(True)))
+            if set(kept_out.columns) <= set(held.columns):
+                # A row kept out as it already is, for the same rules, stays as and since when
+                # it was kept out. Rewritten, every rebuild would rewrite the whole quarantine,
+                # which grows with the source's history.
+                kept_out = kept_out.exceptAll(held.select(kept_out.columns))
         elif not verdict.keeps_out:
             return
+        kept_out = (
+            kept_out.withColumn("input_instants", F.lit(json.dumps(ends, sort_keys=True)))
+            .withColumn("quarantined_at", F.current_timestamp())
+            .withColumn(DELETED, F.lit(False))
+        )
+        if released is not None:
+            kept_out = kept_out.unionByName(released.withColumn(DELETED, F.lit(True)))
         with HeldFrames() as hold:
             kept_out = hold(kept_out)
             if kept_out.take(1):
