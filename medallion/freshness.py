@@ -9,8 +9,9 @@ of any table: the loop may have just started that one when this table comes due.
 due tables, the one furthest into its target (behind / target) runs first. The loop runs
 `TABLES_AT_ONCE` such chains side by side, each in a slot of its own, and whenever a slot
 frees it reads the standings again: an urgent table waits for a free slot at most, never for
-a pass over all of them. A chain never starts beside a run of a table it reads
-(`downstream`): it would take that table's state before the run's commit, and run again.
+a pass over all of them. A chain never starts beside a run of a table it reads, or beside
+a chain in which such a table is still to run (`downstream`): it would take that table's
+state before the run's commit, and run again.
 
 A table runs only when a run can make it fresher: its inputs, or the derived tables it
 reads, hold changes it has not taken. Between changes nothing runs, so a quiet source costs

@@ -232,7 +232,8 @@ def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_proces
             held = {name: seen for name, seen in held.items() if _input_commits(states, name) == seen}
             standings = _standings(tables, states)
             while len(chains) < settings.tables_at_once:
-                running = {t.name for chain in chains.values() for t in chain}
+                # Copied whole (one step under the GIL): the slots take tables out meanwhile.
+                running = {t.name for chain in chains.values() for t in list(chain)}
                 busy = freshness.downstream(tables, running)
                 plan = freshness.next_runs(tables, standings, _expected_seconds(settings), set(held) | busy)
                 if not plan:
@@ -245,7 +246,11 @@ def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_proces
                             flush=True,
                         )
                 inputs_seen = {t.name: _input_commits(states, t.name) for t in plan}
-                chains[slots.submit(_run_chain, spare, plan, inputs_seen)] = plan
+                # The chain's tables still to run: one whose run has ended no longer holds
+                # back the tables that read it (daily sales, once unified orders has
+                # committed, while the same chain goes on to customer profiles).
+                to_run = list(plan)
+                chains[slots.submit(_run_chain, spare, plan, inputs_seen, to_run)] = to_run
             if not chains or time.monotonic() - results_written >= RESULTS_EVERY_SECONDS:
                 runner.record_results()
                 results_written = time.monotonic()
@@ -262,10 +267,12 @@ def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_proces
                 held |= future.result()  # any other failure ends the loop
 
 
-def _run_chain(spare: queue.SimpleQueue, chain: list[DerivedTable], inputs_seen: dict[str, tuple]) -> dict:
-    """Runs `chain` in order on a spare runner; returns the tables to hold, with their
-    inputs' commits when the chain was planned. A refused run stops the chain: the tables
-    after it read it."""
+def _run_chain(
+    spare: queue.SimpleQueue, chain: list[DerivedTable], inputs_seen: dict[str, tuple], to_run: list
+) -> dict:
+    """Runs `chain` in order on a spare runner, taking each table out of `to_run` once its
+    run has ended; returns the tables to hold, with their inputs' commits when the chain was
+    planned. A refused run stops the chain: the tables after it read it."""
     runner, held = spare.get(), {}
     try:
         for table in chain:
@@ -283,6 +290,7 @@ def _run_chain(spare: queue.SimpleQueue, chain: list[DerivedTable], inputs_seen:
             print(report.line(), flush=True)
             if report.mode == "idle":
                 held[table.name] = inputs_seen[table.name]
+            to_run.remove(table)
         return held
     finally:
         spare.put(runner)

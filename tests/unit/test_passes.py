@@ -10,6 +10,7 @@ import time
 from collections import Counter
 from types import SimpleNamespace
 
+from gold.tables import DAILY_SALES
 from lakehouse.incremental import InputNotReady
 from lakehouse.reports import RunReport
 from medallion.tables import declared_tables
@@ -66,11 +67,12 @@ def test_a_waiting_table_is_a_report_in_json(settings, tmp_path, capsys):
 
 class Warehouse:
     """The tables' standings and the runner's side of the continuous loop without Spark:
-    the tables named are behind the source with changes waiting; a run takes a moment,
-    brings its table up to date and commits it."""
+    the tables named are behind the source with changes waiting; a run takes a moment (or
+    the seconds given), brings its table up to date and commits it."""
 
-    def __init__(self, behind: dict[str, float]):
+    def __init__(self, behind: dict[str, float], seconds: dict[str, float] | None = None):
         self.behind, self.commits, self.events = dict(behind), Counter(), []
+        self.seconds = seconds or {}
         self._lock = threading.Lock()
 
     def states(self, settings, storage):
@@ -91,7 +93,7 @@ class Warehouse:
 
     def run(self, table, full_refresh=False):
         self.events.append(("start", table.name))
-        time.sleep(0.5)
+        time.sleep(self.seconds.get(table.name, 0.5))
         with self._lock:
             self.behind.pop(table.name, None)
             self.commits[table.name] += 1
@@ -140,4 +142,26 @@ def test_the_continuous_loop_runs_overdue_chains_side_by_side_never_beside_their
     assert (
         f"{CUSTOMER_PROFILES.name:<40} 900 s behind the source, over its 300 s target by 600 s"
         in capsys.readouterr().out
+    )
+
+
+def test_a_table_whose_input_has_run_starts_while_that_chain_goes_on(settings, monkeypatch):
+    # Profiles are the most overdue: their chain (unified orders, then profiles) takes a
+    # slot; daily sales read unified orders, so they wait for its run, not for the profiles'.
+    warehouse = Warehouse(
+        {CUSTOMER_PROFILES.name: 900.0, DAILY_SALES.name: 40.0, UNIFIED_CUSTOMER_ORDERS.name: 40.0},
+        seconds={CUSTOMER_PROFILES.name: 3.0},
+    )
+    monkeypatch.setattr(passes, "table_states", warehouse.states)
+    monkeypatch.setattr(passes, "_expected_seconds", lambda settings: lambda name: 1.0)
+
+    passes._keep_fresh(settings, warehouse, 1, warehouse)
+
+    events = warehouse.events
+    assert events[:2] == [("start", UNIFIED_CUSTOMER_ORDERS.name), ("end", UNIFIED_CUSTOMER_ORDERS.name)]
+    started = events.index(("start", DAILY_SALES.name))
+    assert (
+        events.index(("start", CUSTOMER_PROFILES.name))
+        < started
+        < events.index(("end", CUSTOMER_PROFILES.name))
     )
