@@ -250,7 +250,7 @@ def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_proces
                 # back the tables that read it (daily sales, once unified orders has
                 # committed, while the same chain goes on to customer profiles).
                 to_run = list(plan)
-                chains[slots.submit(_run_chain, spare, plan, inputs_seen, to_run)] = to_run
+                chains[slots.submit(_run_chain, spare, to_run, inputs_seen)] = to_run
             if not chains or time.monotonic() - results_written >= RESULTS_EVERY_SECONDS:
                 runner.record_results()
                 results_written = time.monotonic()
@@ -267,15 +267,13 @@ def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_proces
                 held |= future.result()  # any other failure ends the loop
 
 
-def _run_chain(
-    spare: queue.SimpleQueue, chain: list[DerivedTable], inputs_seen: dict[str, tuple], to_run: list
-) -> dict:
-    """Runs `chain` in order on a spare runner, taking each table out of `to_run` once its
-    run has ended; returns the tables to hold, with their inputs' commits when the chain was
-    planned. A refused run stops the chain: the tables after it read it."""
+def _run_chain(spare: queue.SimpleQueue, to_run: list[DerivedTable], inputs_seen: dict[str, tuple]) -> dict:
+    """Runs the chain `to_run` in order on a spare runner, taking each table out of it once
+    its run has ended; returns the tables to hold, with their inputs' commits when the chain
+    was planned. A refused run stops the chain: the tables after it read it."""
     runner, held = spare.get(), {}
     try:
-        for table in chain:
+        for table in list(to_run):
             try:
                 report = runner.run(table)
             except InputNotReady as waiting:
