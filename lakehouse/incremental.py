@@ -69,6 +69,15 @@ class UnreadableChanges(Exception):
     """Hudi could not read an input's change log for the range a run needs."""
 
 
+def _root_cause(error: Py4JJavaError) -> str:
+    """The innermost Java exception of `error`, in one line: a failed task's own error, which
+    Spark wraps in the job's."""
+    cause = error.java_exception
+    while cause.getCause() is not None:
+        cause = cause.getCause()
+    return cause.toString().splitlines()[0][:300]
+
+
 def affected_rows(spark: SparkSession, table: DerivedTable, source: Input, changed: DataFrame) -> DataFrame:
     """The output's affected columns (key, and the columns inputs are pruned by) that the
     changes of one input reach."""
@@ -541,17 +550,19 @@ class Runner:
         name, path = source.table.name, source.table.path(self.settings)
         best = None
         for _ in range(2):
-            log = hold(change_log(self.spark, path, start, end))
+            # Held in local mode, the log is read where it is held; persisted, at the count.
             try:
+                log = hold(change_log(self.spark, path, start, end))
                 per_commit = dict(log.groupBy("ts_ms").count().collect())
             except Py4JJavaError as error:
-                # Seen after a writer died during inline compaction and its successor wrote
-                # on top of the pending compaction: Hudi 1.2's CDC reader fails on that
-                # commit. A rebuild from snapshots is always correct, so say so and do it.
-                cause = str(error.java_exception).splitlines()[0][:300]
+                # Hudi 1.2's CDC reader has failed on a range: after a writer died during
+                # inline compaction and its successor wrote on top of the pending
+                # compaction, and once in CI with no writer killed ("No value present in
+                # Option": a before-image file slice without its base file). A rebuild from
+                # snapshots is always correct, so say so and do it.
                 raise UnreadableChanges(
-                    f"changes of input {name} in ({start}, {end}] are unreadable ({cause}); "
-                    f"rebuilt from full snapshots"
+                    f"changes of input {name} in ({start}, {end}] are unreadable "
+                    f"({_root_cause(error)}); rebuilt from full snapshots"
                 ) from None
             missed = sorted(commit for commit, rows in recorded.items() if rows and commit not in per_commit)
             if best is None or len(missed) < len(best[2]):

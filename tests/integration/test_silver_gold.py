@@ -7,6 +7,7 @@ import re
 import time
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -149,6 +150,42 @@ def test_a_run_whose_input_was_rebuilt_rebuilds_too_and_says_why(services, spark
     ), report.line()
     assert costs.read(services, DAILY_SALES.name).full == Measured(round(report.seconds, 2), 0)
     assert_equals_full_rebuild(spark, services, [UNIFIED_CUSTOMER_ORDERS, DAILY_SALES])
+
+
+def test_a_run_whose_input_changes_cannot_be_read_rebuilds_and_says_why(services, spark, db):
+    drain_until_equal(spark, services, db)
+    run_all(spark, services)
+    before = _change_log_files(services, UNIFIED_CUSTOMER_ORDERS)
+    # A promoted line changes at the source, so unified orders' next commit updates a row
+    # and writes change-log files.
+    line = snapshot(spark, UNIFIED_CUSTOMER_ORDERS, services).select("order_id", "line_item_id").first()
+    db.execute(
+        "UPDATE retail.sales_transactions SET quantity = quantity + 1, updated_ts = now()"
+        " WHERE order_id = %s AND line_item_id = %s",
+        (line.order_id, line.line_item_id),
+    )
+    drain_until_equal(spark, services, db)
+    runner = Runner(spark, services, by_cost=False)
+    try:
+        assert runner.run(UNIFIED_CUSTOMER_ORDERS).mode == "incremental"
+        written = _change_log_files(services, UNIFIED_CUSTOMER_ORDERS) - before
+        assert written, "the update wrote no change-log file"
+        for path in written:
+            path.unlink()
+        report = runner.run(DAILY_SALES)
+    finally:
+        runner.record_results()
+    assert report.mode == "full", report.line()
+    assert re.fullmatch(
+        rf"changes of input {UNIFIED_CUSTOMER_ORDERS.name} in \(\d+, \d+\] are unreadable "
+        r"\(.*FileNotFoundException.*\); rebuilt from full snapshots",
+        report.note,
+    ), report.note
+    assert_equals_full_rebuild(spark, services, [UNIFIED_CUSTOMER_ORDERS, DAILY_SALES])
+
+
+def _change_log_files(settings, table) -> set[Path]:
+    return set(Path(table.path(settings)).rglob("*.cdc"))
 
 
 def _gold_total(spark, settings, order_date, category, region):
