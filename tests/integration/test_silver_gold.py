@@ -1,6 +1,10 @@
 """Silver and Gold: incremental runs equal a full rebuild, through updates, deletes, moves
 between groups, late dimensions, out-of-order events and a kill -9 mid-write."""
 
+# Why one module over 300 lines: every test here runs unified orders and daily sales on the
+# session's built warehouse and checks them against a full rebuild; split, the modules
+# would share those steps and their order.
+
 from __future__ import annotations
 
 import re
