@@ -149,6 +149,15 @@ def _rebuild_reason(inputs: dict[str, timeline.Timeline], consumed: dict[str, st
     return None
 
 
+def _require_reconciled(table: DerivedTable, total: int, neither: int, both: int) -> None:
+    if both or neither:
+        raise IncrementalError(
+            f"{table.name}: reconciliation failed: of {total} input rows, {neither} are "
+            f"neither promoted nor kept out and {both} are both; the commit is in the table, "
+            f"rerun with --full-refresh after fixing the cause"
+        )
+
+
 def sides(rows: DataFrame, verdict: quality.Verdict, keys: list[str]) -> tuple[DataFrame, DataFrame]:
     """`rows` split by the gate's verdict: those promoted to the table, and those kept out,
     with the rules they broke and whether they are held back or quarantined."""
@@ -434,15 +443,30 @@ class Runner:
             F.count_if(F.col("promoted") & status.isNotNull()),
             F.count_if(F.col("produced") & F.col("promoted").isNull() & status.isNull()),
         ).first()
-        if both or neither:
-            raise IncrementalError(
-                f"{table.name}: reconciliation failed: of {total} input rows, {neither} are "
-                f"neither promoted nor kept out and {both} are both; the commit is in the table, "
-                f"rerun with --full-refresh after fixing the cause"
-            )
+        _require_reconciled(table, total, neither, both)
         return Reconciliation(
             total, promoted_rows, quarantined, held_back, total - promoted_rows - quarantined - held_back
         )
+
+    def _reconcile_rebuild(
+        self, table: DerivedTable, verdict: quality.Verdict, ends: dict[str, str]
+    ) -> Reconciliation:
+        """A rebuild's reconciliation, from its commit rather than a read of the table back:
+        the commit replaced every row, so what the table holds is what its write statistics
+        record as written, and the gate's verdict says which rows it kept out. Every
+        transformed row must be one or the other; none can be both, since the rows written
+        are those the verdict did not keep out."""
+        consumed, written = timeline.last_commit_rows(self.spark, table.path(self.settings))
+        if consumed != ends:
+            raise IncrementalError(
+                f"{table.name}: reconciliation failed: the table's newest commit is not this "
+                f"rebuild's (it consumed {consumed}, the rebuild {ends}); another writer "
+                f"committed meanwhile, rerun with --full-refresh"
+            )
+        quarantined, held_back = verdict.kept_out[rules.QUARANTINED], verdict.kept_out[rules.HELD_BACK]
+        unaccounted = verdict.rows - written - quarantined - held_back
+        _require_reconciled(table, verdict.rows, max(unaccounted, 0), max(-unaccounted, 0))
+        return Reconciliation(verdict.rows, written, quarantined, held_back, 0)
 
     def _report(
         self,
@@ -486,7 +510,7 @@ class Runner:
                 ends,
                 oldest,
             )
-            reconciliation = self._reconcile(table, result.select(keys), result.select(keys), {})
+            reconciliation = self._reconcile_rebuild(table, verdict, ends)
             return self._report(
                 table, "full", began, verdict, reconciliation, upserted=reconciliation.promoted, note=reason
             )

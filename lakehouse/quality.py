@@ -65,6 +65,7 @@ class Verdict:
     rows: int
     outcomes: list[Outcome]
     quarantined: DataFrame  # record key, quarantine_rules, quarantine_status
+    kept_out: dict[str, int]  # rows kept out by quarantine_status, known without a Spark job
 
     @property
     def failures(self) -> list[Outcome]:
@@ -357,7 +358,7 @@ class Gate:
                     outcomes[rule.name].joined(outcome) if rule.name in outcomes else outcome
                 )
         judged = [outcomes[r.name] for r in rules]
-        return Verdict(rows, judged, self._quarantined(batch.sparkSession, keys, batch.schema, judged))
+        return Verdict(rows, judged, *self._quarantined(batch.sparkSession, keys, batch.schema, judged))
 
     def publish(self) -> None:
         """Builds the Data Docs pages of the validations since the last call, and the site's
@@ -370,23 +371,34 @@ class Gate:
 
     def _quarantined(
         self, spark: SparkSession, keys: tuple[str, ...], schema: T.StructType, outcomes: list[Outcome]
-    ) -> DataFrame:
-        key_fields = [schema[k] for k in keys]
-        failing = [
-            (*(row[k] for k in keys), o.rule.name, o.rule.waits_for is not None)
-            for o in _quarantining(outcomes)
-            for row in o.failing_keys
+    ) -> tuple[DataFrame, dict[str, int]]:
+        """The kept-out rows' keys, each with the rules it broke and its status (held back when
+        every rule it broke waits for a late dimension), and how many rows have each status.
+        Built in Python from the failing keys GX returned: a local relation, which Spark
+        broadcasts wherever a run joins it with its rows."""
+        broken: dict[tuple, list[Rule]] = {}
+        for outcome in _quarantining(outcomes):
+            for row in outcome.failing_keys:
+                broken.setdefault(tuple(row[k] for k in keys), []).append(outcome.rule)
+        rows = [
+            (
+                *key,
+                sorted({r.name for r in rules}),
+                HELD_BACK if all(r.waits_for is not None for r in rules) else QUARANTINED,
+            )
+            for key, rules in broken.items()
         ]
-        broken = spark.createDataFrame(
-            failing,
+        kept_out = {QUARANTINED: 0, HELD_BACK: 0}
+        for *_, status in rows:
+            kept_out[status] += 1
+        frame = spark.createDataFrame(
+            rows,
             T.StructType(
-                key_fields
-                + [T.StructField("rule", T.StringType()), T.StructField("waiting", T.BooleanType())]
+                [schema[k] for k in keys]
+                + [
+                    T.StructField("quarantine_rules", T.ArrayType(T.StringType())),
+                    T.StructField("quarantine_status", T.StringType()),
+                ]
             ),
         )
-        return broken.groupBy(*keys).agg(
-            F.array_sort(F.collect_set("rule")).alias("quarantine_rules"),
-            F.when(F.bool_and("waiting"), F.lit(HELD_BACK))
-            .otherwise(F.lit(QUARANTINED))
-            .alias("quarantine_status"),
-        )
+        return frame, kept_out

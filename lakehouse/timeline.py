@@ -163,6 +163,21 @@ def changes_committed(spark: SparkSession, path: str, start: str, end: str) -> d
     }
 
 
+def last_commit_rows(spark: SparkSession, path: str) -> tuple[dict[str, str] | None, int]:
+    """The newest completed commit's checkpoint (the input commits it consumed) and the rows
+    its write statistics record as written."""
+    completed = active_timeline(spark, path).getCommitsTimeline().filterCompletedInstants()
+    last = completed.lastInstant()
+    if not last.isPresent():
+        return None, 0
+    metadata = completed.readCommitMetadata(last.get())
+    consumed = metadata.getMetadata(CONSUMED_KEY)
+    return (
+        json.loads(consumed) if consumed else None,
+        sum(stat.getNumWrites() for stat in metadata.getWriteStats().toArray()),
+    )
+
+
 def rebuilt(spark: SparkSession, path: str, start: str, end: str) -> bool:
     """Whether a commit completed in (start, end] rewrote the whole table (a rebuild's
     `insert_overwrite_table`): the change log of that range then holds every row."""
