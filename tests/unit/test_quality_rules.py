@@ -3,6 +3,7 @@ mistakes a declaration can make, each refused with a message that says what to f
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 from datetime import datetime, timedelta
@@ -93,13 +94,18 @@ def _verdict(verdict: quality.Verdict) -> tuple:
     def text(values):
         return sorted(json.dumps(v, default=str) for v in values)
 
+    quarantined = sorted(tuple(row) for row in verdict.quarantined.collect())
+    # The counts a rebuild reconciles with are the kept-out rows', by status.
+    statuses = collections.Counter(row[-1] for row in quarantined)
+    assert verdict.kept_out == {status: statuses[status] for status in verdict.kept_out}
     return (
         verdict.rows,
         [
             (o.rule.name, o.success, o.unexpected_count, text(o.failing_keys), text(o.samples))
             for o in verdict.outcomes
         ],
-        sorted(tuple(row) for row in verdict.quarantined.collect()),
+        quarantined,
+        verdict.kept_out,
     )
 
 
