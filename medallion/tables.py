@@ -4,6 +4,8 @@ and a Spark session whose catalog holds them all (lakehouse/catalog.py registers
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
+
 from pyspark.sql import SparkSession
 
 from bronze.tables import BRONZE_TABLES
@@ -72,16 +74,27 @@ def select(names: list[str] | None, tables: list[Table]) -> list[Table]:
     return picked
 
 
-_registered_in: set[int] = set()
+_registering: dict[int, Future] = {}
 
 
-def session(settings: Settings, app_name: str, one_shot: bool = False) -> SparkSession:
+def session(
+    settings: Settings, app_name: str, one_shot: bool = False, register_in_background: bool = False
+) -> SparkSession:
     """The process's SparkSession (later calls get the first one), with the declared tables
-    registered in the catalog once; `one_shot` as `lakehouse.spark.session` takes it."""
+    registered in the catalog once; `one_shot` as `lakehouse.spark.session` takes it.
+
+    With `register_in_background` the registration overlaps what the caller does next, which
+    must not read the catalog by name: a process's first metastore call costs about 3 s, as
+    much as `lakehouse run`'s Bronze drain with nothing to land. The next call waits for it,
+    and raises what it raised."""
     from lakehouse import catalog, spark
 
     started = spark.session(settings, app_name, one_shot=one_shot)
-    if id(started) not in _registered_in:
-        catalog.register(started, settings, declared_tables())
-        _registered_in.add(id(started))
+    if id(started) not in _registering:
+        pool = ThreadPoolExecutor(1, thread_name_prefix="catalog")
+        _registering[id(started)] = pool.submit(catalog.register, started, settings, declared_tables())
+        pool.shutdown(wait=False)
+        if register_in_background:
+            return started
+    _registering[id(started)].result()
     return started

@@ -79,13 +79,18 @@ def bronze(
     continuous: bool = False,
     trigger_seconds: int | None = None,
     as_json: bool = False,
+    register_in_background: bool = False,
 ) -> None:
     """Lands what Kafka holds now in the Bronze tables (`names`, or all), or with
     `continuous` keeps streaming until Ctrl-C: a micro-batch every `trigger_seconds`, less
-    often for a table whose readers' freshness targets allow it (medallion/freshness.py)."""
+    often for a table whose readers' freshness targets allow it (medallion/freshness.py).
+    `register_in_background` as `medallion.tables.session` takes it: Bronze writes by path."""
     tables = bronze_tables(names)  # an unknown name is refused before the lock is taken
     with locks.exclusive_writer(settings, "bronze"):
-        job = BronzeJob(session(settings, "bronze", one_shot=not continuous), settings, tables)
+        spark = session(
+            settings, "bronze", one_shot=not continuous, register_in_background=register_in_background
+        )
+        job = BronzeJob(spark, settings, tables)
         if continuous:
             triggers = freshness.bronze_triggers(derived_tables(), trigger_seconds)
             every: dict[int, list[str]] = {}
@@ -154,7 +159,8 @@ def _waiting(table: DerivedTable, waiting: InputNotReady, as_json: bool = False)
 def run(settings: Settings, full_refresh: bool = False) -> None:
     """One idempotent pass through every layer: Bronze drain, then Silver, then Gold."""
     quality.open_in_background(settings.quality_dir, settings.quality_in_memory_rows)
-    bronze(settings)
+    # The derived pass's session call waits for the catalog's registration (and raises its error).
+    bronze(settings, register_in_background=True)
     derived(settings, None, full_refresh=full_refresh)
     # The pass is exact for what Kafka held, but the source's changes since the connector
     # failed are in neither: a pass that exits 0 would say the lakehouse is current.
