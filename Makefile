@@ -35,6 +35,8 @@ install: $(VENV)/.installed ## install system packages, the Python virtualenv an
 	@$(PYTHON) -m lakehouse.jvm
 	@mkdir -p .lake/logs; SPARK_UI=false $(PYTHON) -m lakehouse.spark 2>.lake/logs/spark-packages.log || \
 	  { tail -30 .lake/logs/spark-packages.log; exit 1; }
+	@SPARK_UI=false $(PYTHON) -m lakehouse.class_archive 2>.lake/logs/class-archive.log || \
+	  { tail -30 .lake/logs/class-archive.log; exit 1; }
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)

@@ -167,6 +167,12 @@ LOCAL_DRIVER = {
 }
 
 
+def class_archive(settings: Settings) -> Path:
+    """The classes a session loads, archived by `make install` for the JVM to map at start
+    (lakehouse/class_archive.py)."""
+    return settings.jars_dir / "spark-classes.jsa"
+
+
 def installed_jar(coordinates: str, settings: Settings) -> Path:
     """A jar `make install` put under the state directory (infra/native/jars.py)."""
     jar = artifacts.jar_file(coordinates, settings.jars_dir)
@@ -248,6 +254,8 @@ def session(
     config = session_config(settings) | (extra_config or {})
     if one_shot:
         config["spark.driver.extraJavaOptions"] += f" {QUICK_JIT}"
+    if class_archive(settings).exists():
+        config["spark.driver.extraJavaOptions"] += f" -XX:SharedArchiveFile={class_archive(settings)}"
     for key, value in config.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
