@@ -1,12 +1,13 @@
-"""A class-data-sharing archive of the classes a Spark session loads, which every session's
-JVM maps at start instead of reading, verifying and linking them from jars again.
+"""A class-data-sharing archive of the classes a Spark session loads, which the JVM of every
+session of the shared catalog maps at start instead of reading, verifying and linking them
+from jars again.
 
 Starting the driver's JVM and its first query load tens of thousands of Spark's and Hudi's
 classes: that was about a third of a short command's time (CHANGELOG.md, 2026-12-05).
 `make install` builds the archive (`python -m lakehouse.class_archive`): a small session
 writes and reads a Hudi table of each type with the JVM dumping every class it loaded at
-exit (`-XX:ArchiveClassesAtExit`); `lakehouse.spark.session` then starts each JVM with it
-(`-XX:SharedArchiveFile`). The archive only saves time: a JVM whose class path or heap
+exit (`-XX:ArchiveClassesAtExit`); `lakehouse.spark.session` then starts those JVMs with
+it (`-XX:SharedArchiveFile`). The archive only saves time: a JVM whose class path or heap
 settings differ from the archive's ignores it, and a class whose jar changed since is
 loaded from the jar (the JVM checks each archived class against its class file).
 """

@@ -254,8 +254,13 @@ def session(
     config = session_config(settings) | (extra_config or {})
     if one_shot:
         config["spark.driver.extraJavaOptions"] += f" {QUICK_JIT}"
-    if class_archive(settings).exists():
-        config["spark.driver.extraJavaOptions"] += f" -XX:SharedArchiveFile={class_archive(settings)}"
+    # The archive was made with the shared catalog's JDBC driver on the class path, which
+    # only sessions of that catalog have; any other JVM would refuse it, and say so on its
+    # standard output, where a command's JSON goes. The JVM keeps quiet about it either way.
+    if settings.metastore_database and class_archive(settings).exists():
+        config["spark.driver.extraJavaOptions"] += (
+            f" -XX:SharedArchiveFile={class_archive(settings)} -Xlog:cds*=off"
+        )
     for key, value in config.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
