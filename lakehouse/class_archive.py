@@ -5,7 +5,8 @@ from jars again.
 Starting the driver's JVM and its first query load tens of thousands of Spark's and Hudi's
 classes: that was about a third of a short command's time (CHANGELOG.md, 2026-12-05).
 `make install` builds the archive (`python -m lakehouse.class_archive`): a small session
-writes and reads a Hudi table of each type with the JVM dumping every class it loaded at
+writes and reads a Hudi table of each type, registered in a Hive metastore on an in-memory
+Derby database, with the JVM dumping every class it loaded at
 exit (`-XX:ArchiveClassesAtExit`); `lakehouse.spark.session` then starts those JVMs with
 it (`-XX:SharedArchiveFile`). The archive only saves time: a JVM whose class path or heap
 settings differ from the archive's ignores it, and a class whose jar changed since is
@@ -88,8 +89,8 @@ if __name__ == "__main__":
         print(f"class archive ready: {build(load())}")
         sys.exit()
     with tempfile.TemporaryDirectory(prefix="class-archive-") as warehouse:
-        # The pipeline's sessions have the metastore's JDBC driver on the class path; the
-        # archive must be made with the same class path to be used. No catalog is needed.
+        # The pipeline's sessions have the metastore's JDBC driver on the class path (from
+        # catalog_config); the archive must be made with the same class path to be used.
         settings = dataclasses.replace(load(), metastore_database="", warehouse=warehouse)
         spark = session(
             settings,
