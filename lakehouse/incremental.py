@@ -194,6 +194,11 @@ class Runner:
         other.spark = self.spark.newSession()
         return other
 
+    def schedule_in(self, pool: str | None) -> None:
+        """Runs the calling thread's Spark jobs from now on in scheduler pool `pool`
+        (lakehouse/spark.py), None for the default pool."""
+        self.spark.sparkContext.setLocalProperty("spark.scheduler.pool", pool)
+
     def run(self, table: DerivedTable, full_refresh: bool = False) -> RunReport:
         relaid = [
             note for t in (table, table.quarantine) if (note := layout.ensure(self.spark, self.settings, t))

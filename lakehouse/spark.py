@@ -33,6 +33,11 @@ from lakehouse.settings import METASTORE_ROLE, ConfigurationError, Settings
 
 IVY_SETTINGS = Path(__file__).resolve().parent.parent / "infra" / "spark" / "ivysettings.xml"
 LOG_CONFIG = IVY_SETTINGS.with_name("log4j2.properties")
+# Scheduler pools for a driver that runs chains of runs side by side (the continuous loop):
+# jobs in URGENT_POOL get the next free core before the others'.
+SCHEDULER_POOLS = IVY_SETTINGS.with_name("fairscheduler.xml")
+URGENT_POOL = "urgent"
+POOLED = {"spark.scheduler.mode": "FAIR", "spark.scheduler.allocation.file": SCHEDULER_POOLS.as_uri()}
 
 LOOPBACK = "127.0.0.1"
 

@@ -8,10 +8,11 @@ with its inputs' runs, last took (lakehouse/costs.py), plus the longest such cha
 of any table: the loop may have just started that one when this table comes due. Among the
 due tables, the one furthest into its target (behind / target) runs first. The loop runs
 `TABLES_AT_ONCE` such chains side by side, each in a slot of its own, and whenever a slot
-frees it reads the standings again: an urgent table waits for a free slot at most, never for
-a pass over all of them. A chain never starts beside a run of a table it reads, or beside
-a chain in which such a table is still to run (`downstream`): it would take that table's
-state before the run's commit, and run again.
+frees it reads the standings again. One more slot is kept for the chain to the tables with
+the tightest target (`tightest`: daily sales), whose Spark jobs also take the cores first:
+it never waits for another table's run to end. A chain never starts beside a run of a table
+it reads, or beside a chain in which such a table is still to run (`downstream`): it would
+take that table's state before the run's commit, and run again.
 
 A table runs only when a run can make it fresher: its inputs, or the derived tables it
 reads, hold changes it has not taken. Between changes nothing runs, so a quiet source costs
@@ -54,12 +55,14 @@ def next_runs(
     standings: dict[str, Standing],
     expected_seconds: Callable[[str], float],
     held: set[str] = frozenset(),
+    only: set[str] | None = None,
 ) -> list[DerivedTable]:
     """The runs to make next, in order: the due table most overdue against its target,
     preceded by the derived tables it reads that have changes waiting (their inputs first).
     Empty when no table is due. `tables` are in pipeline order (medallion/tables.py);
     `expected_seconds` is a table's last measured run; `held` tables wait (a quality gate
-    blocked them, or an input has no data yet) and are neither run nor waited for."""
+    blocked them, or an input has no data yet) and are neither run nor waited for; `only`,
+    when given, names the tables a chain may be run for (its upstream runs are any)."""
     by_name = {t.name: t for t in tables}
     in_front = _longest_chain(tables, expected_seconds)
 
@@ -78,7 +81,7 @@ def next_runs(
     due = []
     for table in tables:
         standing = standings[table.name]
-        if table.name in held or standing.behind is None:
+        if table.name in held or standing.behind is None or (only is not None and table.name not in only):
             continue
         upstream_runs = behind_inputs(table)
         if not (standing.waiting or upstream_runs):
@@ -92,6 +95,13 @@ def next_runs(
     _, chain = max(due, key=lambda found: found[0])
     names = {t.name for t in chain}
     return [t for t in tables if t.name in names]  # pipeline order, each once
+
+
+def tightest(tables: list[DerivedTable]) -> set[str]:
+    """The tables with the tightest freshness target: the continuous loop keeps a slot, and
+    the cores first, for the chain to them."""
+    shortest = min(t.fresh_within for t in tables)
+    return {t.name for t in tables if t.fresh_within == shortest}
 
 
 def seconds_until_due(

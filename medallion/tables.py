@@ -78,10 +78,15 @@ _registering: dict[int, Future] = {}
 
 
 def session(
-    settings: Settings, app_name: str, one_shot: bool = False, register_in_background: bool = False
+    settings: Settings,
+    app_name: str,
+    one_shot: bool = False,
+    register_in_background: bool = False,
+    extra_config: dict[str, str] | None = None,
 ) -> SparkSession:
     """The process's SparkSession (later calls get the first one), with the declared tables
-    registered in the catalog once; `one_shot` as `lakehouse.spark.session` takes it.
+    registered in the catalog once; `one_shot` and `extra_config` as `lakehouse.spark.session`
+    takes them.
 
     With `register_in_background` the registration overlaps what the caller does next, which
     must not read the catalog by name: a process's first metastore call costs about 3 s, as
@@ -89,7 +94,7 @@ def session(
     and raises what it raised."""
     from lakehouse import catalog, spark
 
-    started = spark.session(settings, app_name, one_shot=one_shot)
+    started = spark.session(settings, app_name, extra_config, one_shot)
     if id(started) not in _registering:
         pool = ThreadPoolExecutor(1, thread_name_prefix="catalog")
         _registering[id(started)] = pool.submit(catalog.register, started, settings, declared_tables())

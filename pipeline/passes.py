@@ -27,6 +27,7 @@ from lakehouse.incremental import InputNotReady, Runner, utc_now
 from lakehouse.reports import RunReport
 from lakehouse.rules import QualityGateFailed
 from lakehouse.settings import ConfigurationError, Settings
+from lakehouse.spark import POOLED, URGENT_POOL
 from lakehouse.tables import DerivedTable
 from medallion import freshness, parallel
 from medallion.invocation import lakehouse
@@ -176,7 +177,8 @@ def run_continuously(settings: Settings, trigger_seconds: int, interval: int) ->
     """Bronze streams in a process of its own while this one keeps Silver and Gold within
     their freshness targets: it reads where every table stands against the source and runs
     the most overdue (after the derived tables it reads), `TABLES_AT_ONCE` such chains at a
-    time (medallion/freshness.py). Between changes it waits, at most `interval` s at a time.
+    time and one more for the tightest target's (medallion/freshness.py). Between changes it
+    waits, at most `interval` s at a time.
 
     Two JVMs rather than one: within one Spark application a Silver or Gold job holds the
     cores until it ends, so the streams' micro-batches (and everything downstream of them)
@@ -197,7 +199,10 @@ def run_continuously(settings: Settings, trigger_seconds: int, interval: int) ->
         )
         try:
             _keep_fresh(
-                settings, Runner(session(settings, "silver-gold"), settings), interval, bronze_process
+                settings,
+                Runner(session(settings, "silver-gold", extra_config=POOLED), settings),
+                interval,
+                bronze_process,
             )
         except KeyboardInterrupt:
             pass
@@ -218,32 +223,47 @@ RESULTS_EVERY_SECONDS = 60
 def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_process: subprocess.Popen) -> None:
     """Up to `TABLES_AT_ONCE` chains of runs at once, each in a slot of its own: whenever a
     slot is free, the most overdue table that neither runs nor reads a running table starts
-    there, after the derived tables it reads (`freshness.next_runs`). An urgent table waits
-    for a free slot, not for the other chains."""
+    there, after the derived tables it reads (`freshness.next_runs`). One more slot is kept
+    for the chain to the tables with the tightest target, which runs in the urgent
+    scheduler pool: on two cores those runs would otherwise wait for a slot, then share the
+    cores with runs that have minutes to spare."""
     tables = derived_tables()
+    urgent = freshness.tightest(tables)
     # A table whose run was refused (no input data yet, a quality gate) or found nothing to
     # take waits until one of its inputs commits again: retried before, it would stay the
     # most overdue forever.
     held: dict[str, tuple] = {}
     chains: dict[Future, list[DerivedTable]] = {}
+    in_urgent_slot: set[Future] = set()
     # One runner (a Spark session) per slot, reused: a session for every chain would
     # pile up sessions in a process that runs for days.
     spare = queue.SimpleQueue()
-    for _ in range(settings.tables_at_once):
+    for _ in range(settings.tables_at_once + 1):
         spare.put(runner.alongside())
     results_written = time.monotonic()
-    with ThreadPoolExecutor(settings.tables_at_once, thread_name_prefix="slot") as slots:
+    with ThreadPoolExecutor(settings.tables_at_once + 1, thread_name_prefix="slot") as slots:
         while bronze_process.poll() is None:
             states = {s.name: s for s in table_states(settings, storage=False)}
             held = {name: seen for name, seen in held.items() if _input_commits(states, name) == seen}
             standings = _standings(tables, states)
-            while len(chains) < settings.tables_at_once:
+            while True:
+                urgent_slot_free = not in_urgent_slot
+                slot_free = len(chains) - len(in_urgent_slot) < settings.tables_at_once
+                if not (slot_free or urgent_slot_free):
+                    break
                 # Copied whole (one step under the GIL): the slots take tables out meanwhile.
                 running = {t.name for chain in chains.values() for t in list(chain)}
                 busy = freshness.downstream(tables, running)
-                plan = freshness.next_runs(tables, standings, _expected_seconds(settings), set(held) | busy)
+                plan = freshness.next_runs(
+                    tables,
+                    standings,
+                    _expected_seconds(settings),
+                    set(held) | busy,
+                    only=None if slot_free else urgent,
+                )
                 if not plan:
                     break
+                takes_urgent_slot = urgent_slot_free and plan[-1].name in urgent
                 for table in plan:
                     if over := standings[table.name].over_target(table):
                         print(
@@ -256,7 +276,11 @@ def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_proces
                 # back the tables that read it (daily sales, once unified orders has
                 # committed, while the same chain goes on to customer profiles).
                 to_run = list(plan)
-                chains[slots.submit(_run_chain, spare, to_run, inputs_seen)] = to_run
+                pool = URGENT_POOL if takes_urgent_slot else None
+                chain = slots.submit(_run_chain, spare, to_run, inputs_seen, pool)
+                chains[chain] = to_run
+                if takes_urgent_slot:
+                    in_urgent_slot.add(chain)
             if not chains or time.monotonic() - results_written >= RESULTS_EVERY_SECONDS:
                 runner.record_results()
                 results_written = time.monotonic()
@@ -270,14 +294,19 @@ def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_proces
             finished, _ = wait(chains, timeout=pause, return_when=FIRST_COMPLETED)
             for future in finished:
                 del chains[future]
+                in_urgent_slot.discard(future)
                 held |= future.result()  # any other failure ends the loop
 
 
-def _run_chain(spare: queue.SimpleQueue, to_run: list[DerivedTable], inputs_seen: dict[str, tuple]) -> dict:
-    """Runs the chain `to_run` in order on a spare runner, taking each table out of it once
-    its run has ended; returns the tables to hold, with their inputs' commits when the chain
-    was planned. A refused run stops the chain: the tables after it read it."""
+def _run_chain(
+    spare: queue.SimpleQueue, to_run: list[DerivedTable], inputs_seen: dict[str, tuple], pool: str | None
+) -> dict:
+    """Runs the chain `to_run` in order on a spare runner, its Spark jobs in scheduler pool
+    `pool`, taking each table out of it once its run has ended; returns the tables to hold,
+    with their inputs' commits when the chain was planned. A refused run stops the chain:
+    the tables after it read it."""
     runner, held = spare.get(), {}
+    runner.schedule_in(pool)
     try:
         for table in list(to_run):
             try:

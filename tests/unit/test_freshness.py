@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from bronze.tables import BRONZE_TABLES, INVENTORY_UPDATES, WEB_CLICKSTREAMS
 from gold.tables import CUSTOMER_SEGMENTATION_FEATURES, CUSTOMER_SEGMENTS, DAILY_SALES
-from medallion.freshness import Standing, bronze_triggers, downstream, next_runs, seconds_until_due
+from medallion.freshness import (
+    Standing,
+    bronze_triggers,
+    downstream,
+    next_runs,
+    seconds_until_due,
+    tightest,
+)
 from medallion.tables import derived_tables
 from silver.tables import (
     CUSTOMER_PROFILES,
@@ -77,6 +84,23 @@ def test_a_held_table_is_neither_run_nor_waited_for():
     # Unknown standing (Kafka down and no per-hop lag either): nothing to go by.
     found[CUSTOMER_SEGMENTS.name] = Standing(None, True)
     assert names(next_runs(TABLES, found, ten_seconds, held)) == []
+
+
+def test_the_slot_kept_for_the_tightest_target_plans_only_the_chain_to_it():
+    assert tightest(TABLES) == {DAILY_SALES.name}
+    # The features are further past their target, but the kept slot may only take daily
+    # sales' chain: unified orders, then daily sales.
+    found = standings(
+        **{
+            UNIFIED_CUSTOMER_ORDERS.name: (28.0, True),
+            DAILY_SALES.name: (28.0, False),
+            CUSTOMER_SEGMENTATION_FEATURES.name: (1200.0, True),
+        }
+    )
+    assert names(next_runs(TABLES, found, ten_seconds, only=tightest(TABLES))) == [
+        UNIFIED_CUSTOMER_ORDERS.name,
+        DAILY_SALES.name,
+    ]
 
 
 def test_the_loop_sleeps_until_the_tightest_target_could_come_due():

@@ -13,9 +13,15 @@ from types import SimpleNamespace
 from gold.tables import DAILY_SALES
 from lakehouse.incremental import InputNotReady
 from lakehouse.reports import RunReport
+from lakehouse.spark import URGENT_POOL
 from medallion.tables import declared_tables
 from pipeline import passes
-from silver.tables import CUSTOMER_PROFILES, SESSIONIZED_CLICKSTREAMS, UNIFIED_CUSTOMER_ORDERS
+from silver.tables import (
+    CUSTOMER_PROFILES,
+    PRODUCT_DAILY_INVENTORY,
+    SESSIONIZED_CLICKSTREAMS,
+    UNIFIED_CUSTOMER_ORDERS,
+)
 
 NO_EVENTS = InputNotReady(
     "hudi_sessionized_clickstreams_silver: input bronze.hudi_web_clickstreams_bronze has no data yet"
@@ -73,7 +79,9 @@ class Warehouse:
     def __init__(self, behind: dict[str, float], seconds: dict[str, float] | None = None):
         self.behind, self.commits, self.events = dict(behind), Counter(), []
         self.seconds = seconds or {}
+        self.pools = {}  # table -> the scheduler pool its run's thread was in
         self._lock = threading.Lock()
+        self._pool = threading.local()
 
     def states(self, settings, storage):
         with self._lock:
@@ -91,7 +99,11 @@ class Warehouse:
     def alongside(self):
         return self
 
+    def schedule_in(self, pool):
+        self._pool.name = pool
+
     def run(self, table, full_refresh=False):
+        self.pools[table.name] = self._pool.name
         self.events.append(("start", table.name))
         time.sleep(self.seconds.get(table.name, 0.5))
         with self._lock:
@@ -165,3 +177,36 @@ def test_a_table_whose_input_has_run_starts_while_that_chain_goes_on(settings, m
         < started
         < events.index(("end", CUSTOMER_PROFILES.name))
     )
+
+
+def test_the_chain_to_daily_sales_runs_in_a_slot_of_its_own_while_the_others_are_taken(settings, monkeypatch):
+    # Sessions and daily inventory, far past their targets, take both slots with long runs;
+    # daily sales, due but less overdue than either, starts in the slot kept for it (after
+    # unified orders), in the urgent pool, and is done before either ends.
+    warehouse = Warehouse(
+        {
+            SESSIONIZED_CLICKSTREAMS.name: 1200.0,
+            PRODUCT_DAILY_INVENTORY.name: 1100.0,
+            UNIFIED_CUSTOMER_ORDERS.name: 28.0,
+            DAILY_SALES.name: 28.0,
+        },
+        seconds={SESSIONIZED_CLICKSTREAMS.name: 3.0, PRODUCT_DAILY_INVENTORY.name: 3.0},
+    )
+    monkeypatch.setattr(passes, "table_states", warehouse.states)
+    monkeypatch.setattr(passes, "_expected_seconds", lambda settings: lambda name: 1.0)
+
+    passes._keep_fresh(settings, warehouse, 1, warehouse)
+
+    events = warehouse.events
+    assert set(events[:3]) == {
+        ("start", SESSIONIZED_CLICKSTREAMS.name),
+        ("start", PRODUCT_DAILY_INVENTORY.name),
+        ("start", UNIFIED_CUSTOMER_ORDERS.name),
+    }
+    assert events.index(("end", DAILY_SALES.name)) < events.index(("end", SESSIONIZED_CLICKSTREAMS.name))
+    assert warehouse.pools == {
+        SESSIONIZED_CLICKSTREAMS.name: None,
+        PRODUCT_DAILY_INVENTORY.name: None,
+        UNIFIED_CUSTOMER_ORDERS.name: URGENT_POOL,
+        DAILY_SALES.name: URGENT_POOL,
+    }
