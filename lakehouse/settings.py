@@ -345,7 +345,7 @@ class Settings:
         POSITIVE,
         "How many Silver and Gold tables a pass (`lakehouse run`, `silver`, `gold`) runs side "
         "by side, each once the tables it reads are done; the continuous pipeline, how many "
-        "chains of runs.",
+        "chains of runs, plus one kept for the chain to the tightest freshness target's tables.",
     )
     quality_in_memory_rows: int = setting(
         "QUALITY_IN_MEMORY_ROWS",
