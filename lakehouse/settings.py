@@ -344,8 +344,7 @@ class Settings:
         2,
         POSITIVE,
         "How many Silver and Gold tables a pass (`lakehouse run`, `silver`, `gold`) runs side "
-        "by side, each once the tables it reads are done; the continuous pipeline, how many "
-        "chains of runs, plus one kept for the chain to the tightest freshness target's tables.",
+        "by side; the continuous pipeline, how many chains of runs (plus one for the tightest target's chain).",
     )
     quality_in_memory_rows: int = setting(
         "QUALITY_IN_MEMORY_ROWS",
