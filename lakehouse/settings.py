@@ -344,7 +344,8 @@ class Settings:
         2,
         POSITIVE,
         "How many Silver and Gold tables a pass (`lakehouse run`, `silver`, `gold`) runs side "
-        "by side; the continuous pipeline, how many chains of runs (plus one for the tightest target's chain).",
+        "by side; the continuous pipeline, how many chains of runs (plus one for the "
+        "tightest target's chain).",
     )
     quality_in_memory_rows: int = setting(
         "QUALITY_IN_MEMORY_ROWS",
