@@ -21,20 +21,9 @@ The rebuild's measurement can go stale the other way: a table's first build runs
 cold JVM, often beside Bronze landing a backlog, and can take many times what a rebuild takes a
 few minutes later. While every run goes incrementally, nothing would measure the rebuild
 again, and each run would pay for an incremental path several times dearer than a rebuild.
-So once the incremental runs since the last rebuild have together taken `REMEASURE_AFTER`
-times what it did, the next run rebuilds, which measures it again: at most a third of the
-time goes to rebuilds that turn out dearer (a rent-or-buy rule).
-
-The incremental path's measurement goes stale the same way, and scaling it up is where the
-estimate is pessimistic: a few changes read in a busy start (unified orders: 11 in 18.1 s)
-scale to minutes for the hundred that wait after a burst, so every run rebuilt, and nothing
-measured the incremental path again while it cost a fraction of that (most of a small run is
-fixed cost). So the same rule runs the other way: once the rebuilds since the last incremental
-run have together taken `REMEASURE_AFTER` times what it did, the next run goes incrementally,
-if the changes waiting are at most `REMEASURE_INCREMENTAL_SHARE` of the rows the last rebuild
-wrote. A rebuild costs about the same whatever waits; an incremental run's cost grows with
-the changes, and that bound keeps a re-measurement from reading a backlog near the table's
-size.
+So once the incremental runs since the last rebuild have together taken
+`REMEASURE_REBUILD_AFTER` times what it did, the next run rebuilds, which measures it again:
+at most a third of the time goes to rebuilds that turn out dearer (a rent-or-buy rule).
 
 Costs are kept per warehouse and table in `<state dir>/costs/`, beside the other state of
 the runs on this machine (a benchmark's warehouse does not teach the demo's tables); without
@@ -55,11 +44,9 @@ from lakehouse.settings import Settings
 
 INCREMENTAL, FULL = "incremental", "full"
 
-# A path is taken again, to be measured again, once the other path's runs since it was last
-# taken have together cost this many times what it did.
-REMEASURE_AFTER = 2
-# ...the incremental path only over at most this share of the rows the last rebuild wrote.
-REMEASURE_INCREMENTAL_SHARE = 0.05
+# A rebuild runs again, to be measured again, once the incremental runs since the last one
+# have together taken this many times what it took.
+REMEASURE_REBUILD_AFTER = 2
 
 
 @dataclass(frozen=True)
@@ -76,8 +63,6 @@ class PathCosts:
     full: Measured | None = None
     last: str | None = None  # the path the newest run took
     since_rebuild: float = 0.0  # seconds the incremental runs after the last rebuild took
-    since_incremental: float = 0.0  # seconds the rebuilds after the last measured incremental run took
-    rows: int = 0  # rows the last rebuild wrote
 
     @property
     def expected_seconds(self) -> float:
@@ -91,33 +76,23 @@ class PathCosts:
             return None
         return self.incremental.seconds * changes / max(1, self.incremental.changes)
 
-    def choose(self, changes: int) -> tuple[str, str | None]:
-        """The path a run over `changes` changes takes, and why when it is not the usual choice
-        (a rebuild, or an incremental run against the estimate)."""
+    def rebuild_reason(self, changes: int) -> str | None:
+        """Why a run over `changes` changes should rebuild instead, or None to go incrementally."""
         estimate = self.estimate(changes)
         if estimate is None or self.full is None:
-            return INCREMENTAL, None
+            return None
         if estimate > self.full.seconds:
-            if (
-                self.since_incremental >= REMEASURE_AFTER * self.incremental.seconds
-                and changes <= REMEASURE_INCREMENTAL_SHARE * self.rows
-            ):
-                return INCREMENTAL, (
-                    f"incremental to measure it again: {changes} changes estimated at "
-                    f"{estimate:.0f} s, the rebuilds since the last incremental run took "
-                    f"{self.since_incremental:.0f} s, it took {self.incremental.seconds:.1f} s"
-                )
-            return FULL, (
+            return (
                 f"rebuilt: {changes} changes would take about {estimate:.0f} s incrementally "
                 f"({self.incremental.changes} took {self.incremental.seconds:.1f} s), a rebuild "
                 f"took {self.full.seconds:.1f} s"
             )
-        if self.since_rebuild >= REMEASURE_AFTER * self.full.seconds:
-            return FULL, (
+        if self.since_rebuild >= REMEASURE_REBUILD_AFTER * self.full.seconds:
+            return (
                 f"rebuilt to measure it again: the incremental runs since the last rebuild "
                 f"took {self.since_rebuild:.0f} s, it took {self.full.seconds:.1f} s"
             )
-        return INCREMENTAL, None
+        return None
 
 
 def _directory(settings: Settings) -> Path:
@@ -146,8 +121,6 @@ def read(settings: Settings, table: str) -> PathCosts:
         **{mode: Measured(**stored[mode]) for mode in (INCREMENTAL, FULL) if mode in stored},
         last=stored.get("last"),
         since_rebuild=stored.get("since_rebuild", 0.0),
-        since_incremental=stored.get("since_incremental", 0.0),
-        rows=stored.get("rows", 0),
     )
 
 
@@ -165,15 +138,9 @@ def record(settings: Settings, report: RunReport) -> None:
         stored = {}
     if report.mode == FULL or report.changes_read:
         stored[report.mode] = {"seconds": round(report.seconds, 2), "changes": report.changes_read}
-    # What each path's runs have cost since the other path was last measured.
-    if report.mode == FULL:
-        stored["since_incremental"] = round(stored.get("since_incremental", 0.0) + report.seconds, 2)
-        stored["since_rebuild"] = 0.0
-        stored["rows"] = report.upserted
-    else:
-        stored["since_rebuild"] = round(stored.get("since_rebuild", 0.0) + report.seconds, 2)
-        if report.changes_read:
-            stored["since_incremental"] = 0.0
+    stored["since_rebuild"] = (
+        0.0 if report.mode == FULL else round(stored.get("since_rebuild", 0.0) + report.seconds, 2)
+    )
     stored["last"] = report.mode
     # Written whole, then renamed: a reader never sees half a file.
     partial = path.with_suffix(f".{os.getpid()}.tmp")

@@ -221,7 +221,6 @@ class Runner:
             if full_refresh
             else _rebuild_reason(inputs, consumed) or _transform_change(table, written)
         )
-        chosen = None  # why the run goes incrementally, where its estimate said rebuild
         if not reason:
             # Each input with new commits, and the changes each of those commits recorded (its
             # write statistics): what the choice of path weighs, and what the change-log
@@ -236,18 +235,15 @@ class Runner:
                 return RunReport(table.name, "idle", seconds=time.monotonic() - began)
             if self.by_cost:
                 waiting = sum(sum(recorded.values()) for _, recorded in pending)
-                reason = self._rebuilt_input(pending, consumed, ends)
-                if not reason:
-                    path, why = costs.read(self.settings, table.name).choose(waiting)
-                    reason, chosen = (why, None) if path == costs.FULL else (None, why)
+                reason = self._rebuilt_input(pending, consumed, ends) or costs.read(
+                    self.settings, table.name
+                ).rebuild_reason(waiting)
         oldest = self._oldest_change(table, consumed or {}, ends)
         snapshots = self._snapshots(table)
         transform = self._transform(table, snapshots)
         if not reason:
             try:
-                return self._increment(
-                    table, snapshots, transform, pending, consumed, ends, oldest, began, chosen
-                )
+                return self._increment(table, snapshots, transform, pending, consumed, ends, oldest, began)
             except UnreadableChanges as error:
                 reason = str(error)
         return self._rebuild(table, transform, ends, oldest, began, reason)
@@ -534,15 +530,14 @@ class Runner:
         ends: dict[str, str],
         oldest: str | None,
         began: float,
-        chosen: str | None,
     ) -> RunReport:
         with HeldFrames() as hold:
             changes_read, affected, misses = self._read_changes(table, pending, consumed, ends, hold)
             report = self._upsert_affected(
                 table, snapshots, transform, affected, ends, oldest, hold, began, changes_read
             )
-            notes = [*filter(None, [chosen, report.note]), *misses]
-            return dataclasses.replace(report, note="; ".join(notes)) if chosen or misses else report
+            notes = [*filter(None, [report.note]), *misses]
+            return dataclasses.replace(report, note="; ".join(notes) or None) if misses else report
 
     def _read_changes(
         self,

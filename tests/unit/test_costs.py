@@ -6,21 +6,21 @@ from __future__ import annotations
 import dataclasses
 
 from lakehouse import costs
-from lakehouse.costs import FULL, INCREMENTAL, Measured, PathCosts
+from lakehouse.costs import Measured, PathCosts
 from lakehouse.reports import RunReport
 
 MEASURED = PathCosts(incremental=Measured(seconds=4.0, changes=100), full=Measured(seconds=10.0, changes=0))
 
 
 def test_a_run_goes_incrementally_until_both_paths_were_measured():
-    assert PathCosts().choose(1_000_000) == (INCREMENTAL, None)
-    assert PathCosts(full=MEASURED.full).choose(1_000_000) == (INCREMENTAL, None)
-    assert PathCosts(incremental=MEASURED.incremental).choose(1_000_000) == (INCREMENTAL, None)
+    assert PathCosts().rebuild_reason(1_000_000) is None
+    assert PathCosts(full=MEASURED.full).rebuild_reason(1_000_000) is None
+    assert PathCosts(incremental=MEASURED.incremental).rebuild_reason(1_000_000) is None
 
 
 def test_the_estimate_scales_with_the_changes_waiting_both_ways():
     assert MEASURED.estimate(250) == 10.0
-    assert MEASURED.choose(250) == (INCREMENTAL, None)  # 10 s estimated, a rebuild took 10 s
+    assert MEASURED.rebuild_reason(250) is None  # 10 s estimated, a rebuild took 10 s
     # Optimistic for a small run (most of one is fixed cost), which the run then measures.
     assert MEASURED.estimate(25) == 1.0
 
@@ -29,14 +29,13 @@ def test_one_slow_incremental_run_does_not_keep_a_table_rebuilding():
     # A backlog read while the machine was busy: had a small run been estimated at those
     # 48 s, every run would rebuild and the incremental path would never be measured again.
     busy = PathCosts(incremental=Measured(seconds=48.0, changes=180), full=Measured(seconds=26.0, changes=0))
-    assert busy.choose(500)[0] == FULL
-    assert busy.choose(50) == (INCREMENTAL, None)
+    assert busy.rebuild_reason(500) is not None
+    assert busy.rebuild_reason(50) is None
 
 
 def test_a_backlog_that_would_cost_more_than_a_rebuild_rebuilds_and_says_why():
-    assert MEASURED.choose(251) == (
-        FULL,
-        "rebuilt: 251 changes would take about 10 s incrementally (100 took 4.0 s), a rebuild took 10.0 s",
+    assert MEASURED.rebuild_reason(251) == (
+        "rebuilt: 251 changes would take about 10 s incrementally (100 took 4.0 s), a rebuild took 10.0 s"
     )
 
 
@@ -45,31 +44,11 @@ def test_a_rebuild_measured_slow_is_measured_again_once_the_incremental_runs_cos
     first_build = PathCosts(
         incremental=Measured(seconds=16.0, changes=300), full=Measured(seconds=73.4, changes=0)
     )
-    assert first_build.choose(300) == (INCREMENTAL, None)
-    assert dataclasses.replace(first_build, since_rebuild=146.0).choose(300) == (INCREMENTAL, None)
-    assert dataclasses.replace(first_build, since_rebuild=146.8).choose(300) == (
-        FULL,
-        "rebuilt to measure it again: the incremental runs since the last rebuild took 147 s, it took 73.4 s",
+    assert first_build.rebuild_reason(300) is None
+    assert dataclasses.replace(first_build, since_rebuild=146.0).rebuild_reason(300) is None
+    assert dataclasses.replace(first_build, since_rebuild=146.8).rebuild_reason(300) == (
+        "rebuilt to measure it again: the incremental runs since the last rebuild took 147 s, it took 73.4 s"
     )
-
-
-def test_an_incremental_run_measured_slow_is_measured_again_once_the_rebuilds_cost_twice_it():
-    # 11 changes read in a busy start took 18.1 s: scaled up, the 120 waiting after a burst
-    # would take minutes, against 9 s for a rebuild of the table's 37,000 rows.
-    busy_start = PathCosts(
-        incremental=Measured(seconds=18.1, changes=11), full=Measured(seconds=9.0, changes=0), rows=37_000
-    )
-    assert busy_start.choose(120)[0] == FULL
-    assert dataclasses.replace(busy_start, since_incremental=36.1).choose(120)[0] == FULL
-    again = dataclasses.replace(busy_start, since_incremental=36.2)
-    assert again.choose(120) == (
-        INCREMENTAL,
-        "incremental to measure it again: 120 changes estimated at 197 s, the rebuilds since "
-        "the last incremental run took 36 s, it took 18.1 s",
-    )
-    # Never over a backlog near the table's size, which no re-measurement should read.
-    assert again.choose(1_850)[0] == INCREMENTAL
-    assert again.choose(1_851)[0] == FULL
 
 
 def test_each_run_records_the_cost_of_the_path_it_took(settings, tmp_path):
@@ -90,13 +69,7 @@ def test_each_run_records_the_cost_of_the_path_it_took(settings, tmp_path):
         Measured(seconds=9.0, changes=0),
         last="incremental",
         since_rebuild=2.0,
-        since_incremental=9.0,  # that run measured no change
     )
-    costs.record(settings, RunReport(table, "full", upserted=37_000, seconds=8.0))
-    assert costs.read(settings, table).since_incremental == 17.0
-    assert costs.read(settings, table).rows == 37_000
-    costs.record(settings, RunReport(table, "incremental", changes_read=3, seconds=2.5))
-    assert costs.read(settings, table).since_incremental == 0.0
     assert costs.read(settings, "hudi_customer_segments_gold") == PathCosts()
     elsewhere = dataclasses.replace(settings, warehouse=str(tmp_path / "bench" / "warehouse"))
     assert costs.read(elsewhere, table) == PathCosts()
