@@ -100,6 +100,13 @@ def session_config(settings: Settings) -> dict[str, str]:
         # partitions on two cores there is nothing to coalesce or split: without it, the
         # same runs take about an eighth less (CHANGELOG, 2026-12-04).
         "spark.sql.adaptive.enabled": "false",
+        # Spark keeps the classes it generates for a query's operators in a cache of 100 by
+        # default. One incremental run of unified orders alone generates 162, so in a process
+        # that runs table after table (the continuous loop, a test session) every run found
+        # its classes evicted and compiled them all again, and the JIT compiled the new ones
+        # again too. A pass over every table in both paths generates about 1,100; with room for
+        # them, later runs compile none (CHANGELOG, 2026-12-06).
+        "spark.sql.codegen.cache.maxEntries": "2000",
         "spark.driver.memory": settings.driver_memory,
         # On a cluster (SPARK_MASTER=spark://...): each executor's heap, and the Python it
         # would start for Python code (session() sets it where PySpark reads it).
