@@ -105,7 +105,7 @@ def session_config(settings: Settings) -> dict[str, str]:
         # that runs table after table (the continuous loop, a test session) every run found
         # its classes evicted and compiled them all again, and the JIT compiled the new ones
         # again too. A pass over every table in both paths generates about 1,100; with room for
-        # them, later runs compile none (CHANGELOG, 2026-12-06).
+        # them, later runs compile next to none (CHANGELOG, 2026-12-06).
         "spark.sql.codegen.cache.maxEntries": "2000",
         "spark.driver.memory": settings.driver_memory,
         # On a cluster (SPARK_MASTER=spark://...): each executor's heap, and the Python it
