@@ -44,8 +44,10 @@ class Changeset:
         return dataclasses.replace(self, missing=missing.select(self.missing.columns))
 
     def batch(self) -> DataFrame:
-        """The one upsert that applies the changeset: deletes carry `_hoodie_is_deleted`."""
-        deletes = self.missing.unionByName(self.kept_out)
+        """The one upsert that applies the changeset: deletes carry `_hoodie_is_deleted`. A
+        held row can be both missing and kept out (its key moved to another partition and
+        the gate keeps it out now): it is deleted once, as Hudi counts it."""
+        deletes = self.missing.unionByName(self.kept_out).distinct()
         return self.upserts.withColumn(DELETED, F.lit(False)).unionByName(
             deletes.withColumn(DELETED, F.lit(True))
         )

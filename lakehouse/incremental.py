@@ -421,37 +421,67 @@ class Runner:
         return current
 
     def _reconcile(
-        self, table: DerivedTable, rows_in: DataFrame, produced: DataFrame, scope: dict[str, list]
-    ) -> Reconciliation:
-        """Counts, from what the table and its quarantine hold after the commit, where each
-        input row went; a row the transform produced that is in neither, or in both, fails
-        the run."""
+        self,
+        table: DerivedTable,
+        rows_in: DataFrame,
+        produced: DataFrame,
+        held: DataFrame,
+        batch: DataFrame,
+        verdict: quality.Verdict,
+    ) -> tuple[Reconciliation, int, int]:
+        """Where each input row went, from the frames the commit was made of rather than a
+        read of the table back (the caller checks the commit's write statistics against the
+        batch): a key is in the table when the batch upserted it, or the table held it in
+        more partitions than the batch deleted it from; in the quarantine when the gate's
+        verdict keeps it out (`_keep_out` made the quarantine so). A row the transform
+        produced that is in neither, or in both, fails the run. Also returns the batch's
+        upserted and deleted rows: one Spark job counts them all."""
         keys = list(table.record_key)
-        promoted = self._current(table, scope).select(keys).join(rows_in, keys, "left_semi")
-        quarantine = table.quarantine
-        kept = (
-            snapshot(self.spark, quarantine, self.settings).select(*keys, "quarantine_status")
-            if catalog.exists(self.spark, quarantine.path(self.settings))
-            else rows_in.limit(0).withColumn("quarantine_status", F.lit(None).cast("string"))
-        )
         status = F.col("quarantine_status")
         where = (
-            rows_in.join(promoted.withColumn("promoted", F.lit(True)), keys, "left")
-            .join(kept, keys, "left")
+            rows_in.join(held.groupBy(keys).agg(F.count(F.lit(1)).alias("held")), keys, "left")
+            .join(
+                batch.groupBy(keys).agg(
+                    F.count_if(~F.col(DELETED)).alias("upserts"), F.count_if(F.col(DELETED)).alias("deletes")
+                ),
+                keys,
+                "left",
+            )
+            .join(verdict.quarantined.select(*keys, "quarantine_status"), keys, "left")
             .join(produced.withColumn("produced", F.lit(True)), keys, "left")
+            .withColumn(
+                "promoted",
+                (F.coalesce("upserts", F.lit(0)) > 0)
+                | (F.coalesce("held", F.lit(0)) > F.coalesce("deletes", F.lit(0))),
+            )
         )
-        total, promoted_rows, quarantined, held_back, both, neither = where.agg(
+        total, promoted, quarantined, held_back, both, neither, upserted, deleted = where.agg(
             F.count(F.lit(1)),
             F.count_if(F.col("promoted")),
             F.count_if(status == rules.QUARANTINED),
             F.count_if(status == rules.HELD_BACK),
             F.count_if(F.col("promoted") & status.isNotNull()),
-            F.count_if(F.col("produced") & F.col("promoted").isNull() & status.isNull()),
+            F.count_if(F.col("produced") & ~F.col("promoted") & status.isNull()),
+            F.coalesce(F.sum("upserts"), F.lit(0)),
+            F.coalesce(F.sum("deletes"), F.lit(0)),
         ).first()
         _require_reconciled(table, total, neither, both)
-        return Reconciliation(
-            total, promoted_rows, quarantined, held_back, total - promoted_rows - quarantined - held_back
+        reconciliation = Reconciliation(
+            total, promoted, quarantined, held_back, total - promoted - quarantined - held_back
         )
+        return reconciliation, upserted, deleted
+
+    def _committed(self, table: DerivedTable, ends: dict[str, str]) -> timeline.LastCommit:
+        """The table's newest commit, which must be this run's: another writer's meanwhile
+        would make the run's reconciliation untrue."""
+        last = timeline.last_commit(self.spark, table.path(self.settings))
+        if last.consumed != ends:
+            raise IncrementalError(
+                f"{table.name}: reconciliation failed: the table's newest commit is not this "
+                f"run's (it consumed {last.consumed}, the run {ends}); another writer "
+                f"committed meanwhile, rerun with --full-refresh"
+            )
+        return last
 
     def _reconcile_rebuild(
         self, table: DerivedTable, verdict: quality.Verdict, ends: dict[str, str]
@@ -461,13 +491,7 @@ class Runner:
         record as written, and the gate's verdict says which rows it kept out. Every
         transformed row must be one or the other; none can be both, since the rows written
         are those the verdict did not keep out."""
-        consumed, written = timeline.last_commit_rows(self.spark, table.path(self.settings))
-        if consumed != ends:
-            raise IncrementalError(
-                f"{table.name}: reconciliation failed: the table's newest commit is not this "
-                f"rebuild's (it consumed {consumed}, the rebuild {ends}); another writer "
-                f"committed meanwhile, rerun with --full-refresh"
-            )
+        written = self._committed(table, ends).written
         quarantined, held_back = verdict.kept_out[rules.QUARANTINED], verdict.kept_out[rules.HELD_BACK]
         unaccounted = verdict.rows - written - quarantined - held_back
         _require_reconciled(table, verdict.rows, max(unaccounted, 0), max(-unaccounted, 0))
@@ -670,7 +694,6 @@ class Runner:
                 if missing.count():
                     changes = changes.still_produced(transform.join(missing.select(keys), keys, "left_semi"))
         batch = hold(changes.batch())
-        upserted, deleted = batch.agg(F.count_if(~F.col(DELETED)), F.count_if(F.col(DELETED))).first()
         rows_in = affected.select(keys).distinct()
         # The quarantine first: a crash before the table's commit leaves the checkpoint
         # where it was, and the rerun writes the same quarantine again.
@@ -678,7 +701,17 @@ class Runner:
         # Written even when empty: the commit moves the checkpoint past changes that turned
         # out not to affect this table.
         write(batch, table, self.settings, "upsert", ends, oldest)
-        reconciliation = self._reconcile(table, rows_in, recomputed.select(keys), scope)
+        reconciliation, upserted, deleted = self._reconcile(
+            table, rows_in, recomputed.select(keys), held, batch, verdict
+        )
+        committed = self._committed(table, ends)
+        if (committed.upserted, committed.deleted) != (upserted, deleted):
+            raise IncrementalError(
+                f"{table.name}: reconciliation failed: the commit records {committed.upserted} "
+                f"rows upserted and {committed.deleted} deleted, its batch held {upserted} and "
+                f"{deleted}; the commit is in the table, rerun with --full-refresh after "
+                f"fixing the cause"
+            )
         return self._report(
             table,
             "incremental",

@@ -163,18 +163,30 @@ def changes_committed(spark: SparkSession, path: str, start: str, end: str) -> d
     }
 
 
-def last_commit_rows(spark: SparkSession, path: str) -> tuple[dict[str, str] | None, int]:
-    """The newest completed commit's checkpoint (the input commits it consumed) and the rows
-    its write statistics record as written."""
+@dataclass(frozen=True)
+class LastCommit:
+    """The newest completed commit of a table: the checkpoint it recorded (the input commits
+    it consumed) and the rows its write statistics record."""
+
+    consumed: dict[str, str] | None
+    written: int  # rows in the files it wrote, untouched rows of a rewritten file included
+    upserted: int  # rows it inserted or updated
+    deleted: int
+
+
+def last_commit(spark: SparkSession, path: str) -> LastCommit:
     completed = active_timeline(spark, path).getCommitsTimeline().filterCompletedInstants()
     last = completed.lastInstant()
     if not last.isPresent():
-        return None, 0
+        return LastCommit(None, 0, 0, 0)
     metadata = completed.readCommitMetadata(last.get())
     consumed = metadata.getMetadata(CONSUMED_KEY)
-    return (
+    stats = metadata.getWriteStats().toArray()
+    return LastCommit(
         json.loads(consumed) if consumed else None,
-        sum(stat.getNumWrites() for stat in metadata.getWriteStats().toArray()),
+        written=sum(stat.getNumWrites() for stat in stats),
+        upserted=sum(stat.getNumInserts() + stat.getNumUpdateWrites() for stat in stats),
+        deleted=sum(stat.getNumDeletes() for stat in stats),
     )
 
 

@@ -74,6 +74,13 @@ def test_a_row_kept_out_by_the_gate_is_deleted_and_not_upserted(spark):
     assert batch == {(1, True): (1, JAN, 10), (2, False): (2, JAN, 20)}
 
 
+def test_a_row_moved_to_another_partition_and_kept_out_is_deleted_once(spark):
+    # Missing from its partition and kept out: one delete, as Hudi counts it (the run checks
+    # the commit's statistics against the batch).
+    batch = applied(spark, recomputed=[(1, FEB, -5)], held=[(1, JAN, 10)], kept_out=[1])
+    assert batch == {(1, True): (1, JAN, 10)}
+
+
 def test_a_kept_out_row_the_table_never_held_is_left_out(spark):
     assert applied(spark, recomputed=[(1, JAN, -5)], held=[], kept_out=[1]) == {}
 
