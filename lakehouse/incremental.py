@@ -149,12 +149,13 @@ def _rebuild_reason(inputs: dict[str, timeline.Timeline], consumed: dict[str, st
     return None
 
 
-def _require_reconciled(table: DerivedTable, total: int, neither: int, both: int) -> None:
+def _require_reconciled(table: DerivedTable, total: int, neither: int, both: int, committed: bool) -> None:
     if both or neither:
+        outcome = "the commit is in the table" if committed else "nothing was committed"
         raise IncrementalError(
             f"{table.name}: reconciliation failed: of {total} input rows, {neither} are "
-            f"neither promoted nor kept out and {both} are both; the commit is in the table, "
-            f"rerun with --full-refresh after fixing the cause"
+            f"neither promoted nor kept out and {both} are both; {outcome}, rerun with "
+            f"--full-refresh after fixing the cause"
         )
 
 
@@ -429,13 +430,15 @@ class Runner:
         batch: DataFrame,
         verdict: quality.Verdict,
     ) -> tuple[Reconciliation, int, int]:
-        """Where each input row went, from the frames the commit was made of rather than a
-        read of the table back (the caller checks the commit's write statistics against the
-        batch): a key is in the table when the batch upserted it, or the table held it in
-        more partitions than the batch deleted it from; in the quarantine when the gate's
-        verdict keeps it out (`_keep_out` made the quarantine so). A row the transform
-        produced that is in neither, or in both, fails the run. Also returns the batch's
-        upserted and deleted rows: one Spark job counts them all."""
+        """Where each input row will go, from the frames the commit is made of rather than
+        a read of the table back (the caller checks the commit's write statistics against
+        the batch): a key will be in the table when the batch upserts it, or the table held
+        it in more partitions than the batch deletes it from; in the quarantine when the
+        gate's verdict keeps it out (`_keep_out` makes the quarantine so). A row the
+        transform produced that would be in neither, or in both, fails the run before
+        anything is written. Also returns the batch's upserted and deleted rows: one Spark
+        job counts them all. Counted before the writes: on a cluster the frames are
+        persisted, and a write re-caches every frame that read the written table."""
         keys = list(table.record_key)
         status = F.col("quarantine_status")
         where = (
@@ -465,7 +468,7 @@ class Runner:
             F.coalesce(F.sum("upserts"), F.lit(0)),
             F.coalesce(F.sum("deletes"), F.lit(0)),
         ).first()
-        _require_reconciled(table, total, neither, both)
+        _require_reconciled(table, total, neither, both, committed=False)
         reconciliation = Reconciliation(
             total, promoted, quarantined, held_back, total - promoted - quarantined - held_back
         )
@@ -494,7 +497,7 @@ class Runner:
         written = self._committed(table, ends).written
         quarantined, held_back = verdict.kept_out[rules.QUARANTINED], verdict.kept_out[rules.HELD_BACK]
         unaccounted = verdict.rows - written - quarantined - held_back
-        _require_reconciled(table, verdict.rows, max(unaccounted, 0), max(-unaccounted, 0))
+        _require_reconciled(table, verdict.rows, max(unaccounted, 0), max(-unaccounted, 0), committed=True)
         return Reconciliation(verdict.rows, written, quarantined, held_back, 0)
 
     def _report(
@@ -695,15 +698,15 @@ class Runner:
                     changes = changes.still_produced(transform.join(missing.select(keys), keys, "left_semi"))
         batch = hold(changes.batch())
         rows_in = affected.select(keys).distinct()
+        reconciliation, upserted, deleted = self._reconcile(
+            table, rows_in, recomputed.select(keys), held, batch, verdict
+        )
         # The quarantine first: a crash before the table's commit leaves the checkpoint
         # where it was, and the rerun writes the same quarantine again.
         self._keep_out(table, recomputed, verdict, rows_in, ends)
         # Written even when empty: the commit moves the checkpoint past changes that turned
         # out not to affect this table.
         write(batch, table, self.settings, "upsert", ends, oldest)
-        reconciliation, upserted, deleted = self._reconcile(
-            table, rows_in, recomputed.select(keys), held, batch, verdict
-        )
         committed = self._committed(table, ends)
         if (committed.upserted, committed.deleted) != (upserted, deleted):
             raise IncrementalError(
