@@ -121,6 +121,14 @@ def test_a_sale_written_in_postgres_reaches_daily_sales_gold(services, db):
 def test_the_analysts_jdbc_login_reads_gold_and_is_refused_ddl(services):
     with jdbc.connect(services) as connection:
         cursor = connection.cursor()
+
+        def registered() -> bool:
+            cursor.execute("SHOW TABLES IN gold LIKE 'hudi_daily_sales_gold'")
+            return bool(cursor.fetchall())
+
+        # The writer registers a table in the shared catalog just after its first commit, so
+        # the files the probe above found can be a few seconds ahead of the catalog's entry.
+        _until(registered, 120, "hudi_daily_sales_gold in the shared catalog")
         cursor.execute("SELECT count(*) FROM gold.hudi_daily_sales_gold")
         assert cursor.fetchall()[0][0] > 0
         with pytest.raises(Exception, match="refused: the RetailMax JDBC server only reads"):
