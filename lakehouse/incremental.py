@@ -397,8 +397,11 @@ class Runner:
             if set(kept_out.columns) <= set(held.columns):
                 # A row kept out as it already is, for the same rules, stays as and since when
                 # it was kept out. Rewritten, every rebuild would rewrite the whole quarantine,
-                # which grows with the source's history.
-                kept_out = kept_out.exceptAll(held.select(kept_out.columns))
+                # which grows with the source's history. Keys are unique on both sides, so an
+                # anti join on every column finds the same rows as `exceptAll`, and Spark
+                # broadcasts a small quarantine to it where `exceptAll` shuffled both sides.
+                same = [kept_out[c].eqNullSafe(held[c]) for c in kept_out.columns]
+                kept_out = kept_out.join(held, same, "left_anti")
         elif not verdict.keeps_out:
             return
         kept_out = (

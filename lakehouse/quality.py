@@ -374,8 +374,10 @@ class Gate:
     ) -> tuple[DataFrame, dict[str, int]]:
         """The kept-out rows' keys, each with the rules it broke and its status (held back when
         every rule it broke waits for a late dimension), and how many rows have each status.
-        Built in Python from the failing keys GX returned: a local relation, which Spark
-        broadcasts wherever a run joins it with its rows."""
+        Built in Python from the failing keys GX returned, so the driver holds them already;
+        marked for broadcast wherever a run joins it with its rows. Spark cannot size a frame
+        made from Python rows (a scan of an RDD to it), so it shuffled and sorted both sides
+        of every such join instead."""
         broken: dict[tuple, list[Rule]] = {}
         for outcome in _quarantining(outcomes):
             for row in outcome.failing_keys:
@@ -401,4 +403,4 @@ class Gate:
                 ]
             ),
         )
-        return frame, kept_out
+        return F.broadcast(frame), kept_out
