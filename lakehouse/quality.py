@@ -376,8 +376,8 @@ class Gate:
         every rule it broke waits for a late dimension), and how many rows have each status.
         Built in Python from the failing keys GX returned, so the driver holds them already;
         marked for broadcast wherever a run joins it with its rows. Spark cannot size a frame
-        made from Python rows (a scan of an RDD to it), so it shuffled and sorted both sides
-        of every such join instead."""
+        made from Python rows (a scan of an RDD to it): unmarked, it shuffled and sorted both
+        sides of every such join."""
         broken: dict[tuple, list[Rule]] = {}
         for outcome in _quarantining(outcomes):
             for row in outcome.failing_keys:
