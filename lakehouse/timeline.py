@@ -23,6 +23,9 @@ TRANSFORM_KEY = "_retailmax.transform"
 # (a Postgres commit or an event's arrival in Kafka), as an instant: what a table's lag
 # behind the source is measured from (monitoring/state.py).
 OLDEST_CHANGE_KEY = "_retailmax.oldest_change"
+# And, on a quarantine commit a rebuild wrote, a fingerprint of the rows the quarantine holds
+# after it (lakehouse/incremental.py, `_keep_out`).
+KEPT_OUT_KEY = "_retailmax.kept_out"
 INSTANT_FORMAT = "%Y%m%d%H%M%S%f"
 
 
@@ -136,6 +139,18 @@ def newest_metadata(spark: SparkSession, path: str, key: str) -> str | None:
 
 # Operations that rewrite files without changing a row (Hudi's WriteOperationType names).
 TABLE_SERVICES = frozenset({"COMPACT", "LOG_COMPACT", "CLUSTER"})
+
+
+def last_write_metadata(spark: SparkSession, path: str, key: str) -> str | None:
+    """The value of `key` in the metadata of the newest completed commit that changed rows
+    (None when that commit lacks it): unlike `newest_metadata`, a later write without the
+    key hides an older one that has it."""
+    completed = active_timeline(spark, path).getCommitsTimeline().filterCompletedInstants()
+    for instant_ in completed.getReverseOrderedInstants().toArray():
+        metadata = completed.readCommitMetadata(instant_)
+        if metadata.getOperationType().name() not in TABLE_SERVICES:
+            return metadata.getMetadata(key) or None
+    return None
 
 
 def _changing_commits(spark: SparkSession, path: str, start: str, end: str):

@@ -16,7 +16,7 @@ from ingestion.events import encode
 from ingestion.topics import INVENTORY_TOPIC, event_key
 from lakehouse import timeline
 from lakehouse.hudi import DELETED, snapshot, write
-from lakehouse.incremental import utc_now
+from lakehouse.incremental import Runner, utc_now
 from lakehouse.tables import quality_results_table
 from medallion.invocation import EXIT_QUALITY_GATE
 from pipeline import cli
@@ -263,12 +263,9 @@ def test_a_fail_tier_breach_commits_nothing_and_exits_non_zero(
     assert run_tables(spark, services, ORDERS_AND_PROFILES)[ORDERS.name].mode == "incremental"
 
 
-def test_gold_keeps_out_a_group_that_breaks_its_rules(services, spark, db):
-    """Silver's rules keep negative lines out, so Gold's own rules are the last line of
-    defence: a line written straight into Silver (as a bug or a hand edit would) makes a
-    negative group, which Gold quarantines; once the line is gone, so is the group."""
-    drain_until_equal(spark, services, db)
-    run_tables(spark, services, (ORDERS, DAILY_SALES))
+def _write_negative_line(spark, services):
+    """Writes a line with a negative amount straight into Silver, in a category of its own;
+    returns the line and the daily sales group it makes negative."""
     category = f"gate_probe_{uuid.uuid4().hex[:8]}"
     columns = snapshot(spark, ORDERS, services).schema
     probe = (
@@ -283,7 +280,16 @@ def test_gold_keeps_out_a_group_that_breaks_its_rules(services, spark, db):
     line = spark.createDataFrame(probe.collect(), probe.schema)
     write(line.withColumn(DELETED, F.lit(False)), ORDERS, services, "upsert")
     order_date, region = line.select("order_date", "region").first()
-    group = (order_date, category, region)
+    return line, (order_date, category, region)
+
+
+def test_gold_keeps_out_a_group_that_breaks_its_rules(services, spark, db):
+    """Silver's rules keep negative lines out, so Gold's own rules are the last line of
+    defence: a line written straight into Silver (as a bug or a hand edit would) makes a
+    negative group, which Gold quarantines; once the line is gone, so is the group."""
+    drain_until_equal(spark, services, db)
+    run_tables(spark, services, (ORDERS, DAILY_SALES))
+    line, group = _write_negative_line(spark, services)
 
     report = run_tables(spark, services, (DAILY_SALES,))[DAILY_SALES.name]
     assert quarantined(spark, services, DAILY_SALES)[group] == (
@@ -298,3 +304,30 @@ def test_gold_keeps_out_a_group_that_breaks_its_rules(services, spark, db):
     assert group not in quarantined(spark, services, DAILY_SALES)
     assert group not in promoted_keys(spark, services, DAILY_SALES)
     assert report.reconciliation.removed == 1
+
+
+def test_a_rebuild_rewrites_the_quarantine_only_when_what_it_keeps_out_changed(services, spark, db):
+    """A rebuild decides the whole quarantine, and its write there records a fingerprint of
+    the rows it kept out: the next rebuild that keeps out the same rows commits nothing to
+    the quarantine, and one that keeps out other rows still brings it in line."""
+    drain_until_equal(spark, services, db)
+    run_tables(spark, services, (ORDERS, DAILY_SALES))
+    line, group = _write_negative_line(spark, services)
+    runner = Runner(spark, services, by_cost=False)
+    quarantine = DAILY_SALES.quarantine.path(services)
+
+    runner.run(DAILY_SALES, full_refresh=True)
+    assert group in quarantined(spark, services, DAILY_SALES)
+    stamped = timeline.read(spark, quarantine).latest
+    report = runner.run(DAILY_SALES, full_refresh=True)
+    assert timeline.read(spark, quarantine).latest == stamped
+    assert quarantined(spark, services, DAILY_SALES)[group] == (
+        ["total_sales_amount >= 0", "units_sold > 0"],
+        "quarantined",
+    )
+    assert report.reconciliation.quarantined == len(quarantined(spark, services, DAILY_SALES))
+
+    write(line.withColumn(DELETED, F.lit(True)), ORDERS, services, "upsert")
+    runner.run(DAILY_SALES, full_refresh=True)
+    assert group not in quarantined(spark, services, DAILY_SALES)
+    assert group not in promoted_keys(spark, services, DAILY_SALES)
