@@ -5,7 +5,12 @@
   defaults (lakehouse/jvm/), compiled against PySpark's own jars.
   Every Spark session loads it (spark.jars).
 - for Kafka Connect, a plugin: the guard that keeps an oversized change event from failing
-  the Debezium connector (ingestion/jvm/), compiled against Kafka's jars.
+  the Debezium connector (ingestion/jvm/), compiled against Kafka's jars, with the
+  ServiceLoader manifest that names it (ingestion/jvm/META-INF/services/): Connect finds
+  its plugins from the manifests alone (`plugin.discovery=service_load`) instead of
+  scanning every class of every plugin jar.
+
+Files under a source folder's `META-INF/` go into its jar as they are.
 
 `make install` compiles them into `.lake/jars/` (so a process that cannot write there never
 has to), and so does any start after a source changed: a jar's name carries a digest of its
@@ -51,8 +56,14 @@ def connect_plugin_jar(plugin_dir: Path, kafka_classpath: str) -> Path:
 
 def compiled_jar(jars_dir: Path, name: str, source_dirs: tuple[Path, ...], classpath: str) -> Path:
     sources = sorted(source for directory in source_dirs for source in directory.rglob("*.java"))
+    resources = {
+        resource.relative_to(directory).as_posix(): resource
+        for directory in source_dirs
+        for resource in sorted((directory / "META-INF").rglob("*"))
+        if resource.is_file()
+    }
     digest = hashlib.sha256()
-    for source in sources:
+    for source in [*sources, *resources.values()]:
         digest.update(source.relative_to(ROOT).as_posix().encode() + b"\0" + source.read_bytes())
     jar = jars_dir / f"{name}-{digest.hexdigest()[:12]}.jar"
     if jar.exists():
@@ -87,6 +98,8 @@ def compiled_jar(jars_dir: Path, name: str, source_dirs: tuple[Path, ...], class
         with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as archive:
             for compiled in sorted(Path(classes).rglob("*.class")):
                 archive.write(compiled, compiled.relative_to(classes).as_posix())
+            for name_in_jar, resource in resources.items():
+                archive.write(resource, name_in_jar)
         staged.replace(jar)
     return jar
 

@@ -179,6 +179,22 @@ def test_a_change_event_the_connectors_guard_lets_through_fits_every_limit_on_it
     assert connector_definition()["config"]["transforms"].split(",")[-1] == "guard"
 
 
+def test_every_connect_plugin_class_of_ours_is_named_in_its_serviceloader_manifest():
+    """Connect finds plugins from their manifests alone (`plugin.discovery=service_load`):
+    a plugin class missing from one would be unknown to the worker, and the connector that
+    names it refused."""
+    assert _properties("connect-distributed.properties")["plugin.discovery"] == "service_load"
+    plugins = ROOT / "ingestion" / "jvm"
+    package = re.compile(r"^package ([\w.]+);", re.M)
+    declared = {
+        f"{package.search(source.read_text())[1]}.{source.stem}"
+        for source in plugins.rglob("*.java")
+        if re.search(r"\bimplements Transformation<", source.read_text())
+    }
+    manifest = plugins / "META-INF/services/org.apache.kafka.connect.transforms.Transformation"
+    assert declared and set(manifest.read_text().split()) == declared
+
+
 def test_the_services_and_cluster_of_a_test_session_and_of_the_benchmark_share_no_port_with_the_demos(
     tmp_path,
 ):
