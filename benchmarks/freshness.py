@@ -121,8 +121,10 @@ def _worker_cpu_seconds(workers: dict[str, BackgroundProcess]) -> dict[str, floa
 
 
 class MachineCpu:
-    """Where the machine's CPU went since this was made: the idle share, and the cores each
-    worker used (CPU seconds per wall second), the rest being the services'."""
+    """Where the machine's CPU went since this was made: the idle share, the cores each
+    worker used (CPU seconds per wall second), the rest being the services', and the share
+    the hypervisor gave other guests instead (steal time): runs of the same code an hour
+    apart differed by more than 2x, and steal is the one sign of a busy host a guest sees."""
 
     def __init__(self, workers: dict[str, BackgroundProcess]):
         self.workers = workers
@@ -132,7 +134,8 @@ class MachineCpu:
     def shares(self) -> dict:
         now, wall = psutil.cpu_times(), time.monotonic() - self.began_at
         idle = (now.idle + now.iowait) - (self.began.idle + self.began.iowait)
-        idle_share = idle / (sum(now) - sum(self.began))
+        total = sum(now) - sum(self.began)
+        idle_share = idle / total
         busy = (1 - idle_share) * psutil.cpu_count()
         workers = {
             name: round((seconds - self.workers_began[name]) / wall, 2)
@@ -143,6 +146,7 @@ class MachineCpu:
             "cores_busy": round(busy, 2),
             "worker_cores": workers,
             "other_cores": round(busy - sum(workers.values()), 2),
+            "stolen_share": round((now.steal - self.began.steal) / total, 3),
         }
 
 
@@ -474,7 +478,8 @@ def markdown(results: dict) -> str:
         f"wall second): "
         + ", ".join(f"{name} {cores}" for name, cores in cpu["worker_cores"].items())
         + f"; the services (Postgres, Kafka, Connect, the Thrift server) and the benchmark "
-        f"{cpu['other_cores']}.",
+        f"{cpu['other_cores']}. The hypervisor gave other guests {cpu['stolen_share']:.1%} of "
+        f"the machine's CPU time (steal), a sign of how busy the host was.",
         "",
         f"Every row the workload changed in Bronze meanwhile ({b['rows']:,} rows): "
         f"p50 {b['p50_seconds']} s, p95 {b['p95_seconds']} s, max {b['max_seconds']} s.",

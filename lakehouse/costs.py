@@ -17,13 +17,22 @@ never be measured again. One slow incremental run (a backlog read while the mach
 busy) would otherwise have a table rebuilt on every run from then on. Either path is exact;
 only the time differs.
 
-The rebuild's measurement can go stale the other way: a table's first build runs in a
-cold JVM, often beside Bronze landing a backlog, and can take many times what a rebuild takes a
-few minutes later. While every run goes incrementally, nothing would measure the rebuild
-again, and each run would pay for an incremental path several times dearer than a rebuild.
-So once the incremental runs since the last rebuild have together taken
-`REMEASURE_REBUILD_AFTER` times what it did, the next run rebuilds, which measures it again:
-at most a third of the time goes to rebuilds that turn out dearer (a rent-or-buy rule).
+Either measurement can go stale, and the path not taken is never measured again on its own:
+
+- A table's first build runs in a cold JVM, often beside Bronze landing a backlog, and can
+  take many times what a rebuild takes a few minutes later. Every run would then pay for an
+  incremental path several times dearer than a rebuild. So once the incremental runs since
+  the last rebuild have together taken `REMEASURE_AFTER` times what it did, the next run
+  rebuilds, which measures it again.
+- Scaled up, a small incremental run (mostly fixed cost) overestimates a larger one: ten
+  changes that took 9 s put a hundred at 90 s, against a rebuild of 10, so every run rebuilt
+  and the table's rebuilds grew with it. So once the rebuilds since the last incremental run
+  have together taken `REMEASURE_AFTER` times what the changes waiting are estimated to
+  cost, the next run goes incrementally, which measures it at today's size. A backlog's
+  estimate (thousands of changes) stays out of reach: its rebuilds would have to add up to
+  twice it first.
+
+Both are rent-or-buy rules: at most a third of the time goes to the path that turns out dearer.
 
 Costs are kept per warehouse and table in `<state dir>/costs/`, beside the other state of
 the runs on this machine (a benchmark's warehouse does not teach the demo's tables); without
@@ -44,15 +53,23 @@ from lakehouse.settings import Settings
 
 INCREMENTAL, FULL = "incremental", "full"
 
-# A rebuild runs again, to be measured again, once the incremental runs since the last one
-# have together taken this many times what it took.
-REMEASURE_REBUILD_AFTER = 2
+# The path not taken runs again, to be measured again, once the runs of the other path since
+# it last ran have together taken this many times what it is expected to cost.
+REMEASURE_AFTER = 2
 
 
 @dataclass(frozen=True)
 class Measured:
     seconds: float
     changes: int
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The path a run takes, and why where it is not the one its estimate points to alone."""
+
+    path: str
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +80,7 @@ class PathCosts:
     full: Measured | None = None
     last: str | None = None  # the path the newest run took
     since_rebuild: float = 0.0  # seconds the incremental runs after the last rebuild took
+    since_incremental: float = 0.0  # seconds the rebuilds after the last incremental run took
 
     @property
     def expected_seconds(self) -> float:
@@ -76,23 +94,32 @@ class PathCosts:
             return None
         return self.incremental.seconds * changes / max(1, self.incremental.changes)
 
-    def rebuild_reason(self, changes: int) -> str | None:
-        """Why a run over `changes` changes should rebuild instead, or None to go incrementally."""
+    def choose(self, changes: int) -> Choice:
+        """The path of a run over `changes` changes."""
         estimate = self.estimate(changes)
         if estimate is None or self.full is None:
-            return None
+            return Choice(INCREMENTAL)
         if estimate > self.full.seconds:
-            return (
+            if self.since_incremental >= REMEASURE_AFTER * estimate:
+                return Choice(
+                    INCREMENTAL,
+                    f"incremental to measure it again: the rebuilds since the last incremental "
+                    f"run took {self.since_incremental:.0f} s, {changes} changes were estimated "
+                    f"at {estimate:.0f} s",
+                )
+            return Choice(
+                FULL,
                 f"rebuilt: {changes} changes would take about {estimate:.0f} s incrementally "
                 f"({self.incremental.changes} took {self.incremental.seconds:.1f} s), a rebuild "
-                f"took {self.full.seconds:.1f} s"
+                f"took {self.full.seconds:.1f} s",
             )
-        if self.since_rebuild >= REMEASURE_REBUILD_AFTER * self.full.seconds:
-            return (
+        if self.since_rebuild >= REMEASURE_AFTER * self.full.seconds:
+            return Choice(
+                FULL,
                 f"rebuilt to measure it again: the incremental runs since the last rebuild "
-                f"took {self.since_rebuild:.0f} s, it took {self.full.seconds:.1f} s"
+                f"took {self.since_rebuild:.0f} s, it took {self.full.seconds:.1f} s",
             )
-        return None
+        return Choice(INCREMENTAL)
 
 
 def _directory(settings: Settings) -> Path:
@@ -121,6 +148,7 @@ def read(settings: Settings, table: str) -> PathCosts:
         **{mode: Measured(**stored[mode]) for mode in (INCREMENTAL, FULL) if mode in stored},
         last=stored.get("last"),
         since_rebuild=stored.get("since_rebuild", 0.0),
+        since_incremental=stored.get("since_incremental", 0.0),
     )
 
 
@@ -136,11 +164,17 @@ def record(settings: Settings, report: RunReport) -> None:
         stored = json.loads(path.read_text())
     except (FileNotFoundError, ValueError):
         stored = {}
+    # A run that measured its path restarts that path's re-measure clock (see the module's
+    # docstring); every run adds its seconds to the other path's.
+    spent, measured = (
+        ("since_incremental", "since_rebuild")
+        if report.mode == FULL
+        else ("since_rebuild", "since_incremental")
+    )
     if report.mode == FULL or report.changes_read:
         stored[report.mode] = {"seconds": round(report.seconds, 2), "changes": report.changes_read}
-    stored["since_rebuild"] = (
-        0.0 if report.mode == FULL else round(stored.get("since_rebuild", 0.0) + report.seconds, 2)
-    )
+        stored[measured] = 0.0
+    stored[spent] = round(stored.get(spent, 0.0) + report.seconds, 2)
     stored["last"] = report.mode
     # Written whole, then renamed: a reader never sees half a file.
     partial = path.with_suffix(f".{os.getpid()}.tmp")

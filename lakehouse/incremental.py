@@ -227,6 +227,7 @@ class Runner:
         path = table.path(self.settings)
         written = timeline.read(self.spark, path) if catalog.exists(self.spark, path) else None
         consumed = written.last_consumed if written else None
+        note = None  # why an incremental run took its path, where the choice needs saying
         reason = (
             "--full-refresh"
             if full_refresh
@@ -246,15 +247,19 @@ class Runner:
                 return RunReport(table.name, "idle", seconds=time.monotonic() - began)
             if self.by_cost:
                 waiting = sum(sum(recorded.values()) for _, recorded in pending)
-                reason = self._rebuilt_input(pending, consumed, ends) or costs.read(
-                    self.settings, table.name
-                ).rebuild_reason(waiting)
+                reason = self._rebuilt_input(pending, consumed, ends)
+                if not reason:
+                    choice = costs.read(self.settings, table.name).choose(waiting)
+                    reason, note = (
+                        (choice.reason, None) if choice.path == costs.FULL else (None, choice.reason)
+                    )
         oldest = self._oldest_change(table, consumed or {}, ends)
         snapshots = self._snapshots(table)
         transform = self._transform(table, snapshots)
         if not reason:
             try:
-                return self._increment(table, snapshots, transform, pending, consumed, ends, oldest, began)
+                report = self._increment(table, snapshots, transform, pending, consumed, ends, oldest, began)
+                return dataclasses.replace(report, note="; ".join(filter(None, [note, report.note])))
             except UnreadableChanges as error:
                 reason = str(error)
         return self._rebuild(table, transform, ends, oldest, began, reason)

@@ -134,6 +134,28 @@ def test_a_run_rebuilds_when_its_waiting_changes_would_cost_more_and_says_why(se
     )
     assert said and int(said[2]) == 30 * int(said[1]), report.note
 
+    # Rebuilds that together took far more than twice any such estimate: the next run measures
+    # the incremental path again, says so, and stays exact.
+    for seconds in (1e6, 1.0):  # the newest rebuild still the cheap one
+        costs.record(services, RunReport(DAILY_SALES.name, "full", seconds=seconds))
+    run_workload(db, steps=5, seed=42)
+    drain_until_equal(spark, services, db)
+    run_tables(spark, services, [UNIFIED_CUSTOMER_ORDERS])
+    try:
+        report = runner.run(DAILY_SALES)
+    finally:
+        runner.record_results()
+    assert report.mode == "incremental", report.line()
+    assert re.fullmatch(
+        r"incremental to measure it again: the rebuilds since the last incremental run took "
+        r"\d+ s, \d+ changes were estimated at \d+ s",
+        report.note,
+    ), report.note
+    assert costs.read(services, DAILY_SALES.name).incremental == Measured(
+        round(report.seconds, 2), report.changes_read
+    )
+    assert_equals_full_rebuild(spark, services, [UNIFIED_CUSTOMER_ORDERS, DAILY_SALES])
+
 
 def test_a_run_whose_input_was_rebuilt_rebuilds_too_and_says_why(services, spark, db):
     drain_until_equal(spark, services, db)

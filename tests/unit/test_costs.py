@@ -6,21 +6,21 @@ from __future__ import annotations
 import dataclasses
 
 from lakehouse import costs
-from lakehouse.costs import Measured, PathCosts
+from lakehouse.costs import FULL, INCREMENTAL, Choice, Measured, PathCosts
 from lakehouse.reports import RunReport
 
 MEASURED = PathCosts(incremental=Measured(seconds=4.0, changes=100), full=Measured(seconds=10.0, changes=0))
 
 
 def test_a_run_goes_incrementally_until_both_paths_were_measured():
-    assert PathCosts().rebuild_reason(1_000_000) is None
-    assert PathCosts(full=MEASURED.full).rebuild_reason(1_000_000) is None
-    assert PathCosts(incremental=MEASURED.incremental).rebuild_reason(1_000_000) is None
+    assert PathCosts().choose(1_000_000) == Choice(INCREMENTAL)
+    assert PathCosts(full=MEASURED.full).choose(1_000_000) == Choice(INCREMENTAL)
+    assert PathCosts(incremental=MEASURED.incremental).choose(1_000_000) == Choice(INCREMENTAL)
 
 
 def test_the_estimate_scales_with_the_changes_waiting_both_ways():
     assert MEASURED.estimate(250) == 10.0
-    assert MEASURED.rebuild_reason(250) is None  # 10 s estimated, a rebuild took 10 s
+    assert MEASURED.choose(250) == Choice(INCREMENTAL)  # 10 s estimated, a rebuild took 10 s
     # Optimistic for a small run (most of one is fixed cost), which the run then measures.
     assert MEASURED.estimate(25) == 1.0
 
@@ -29,13 +29,14 @@ def test_one_slow_incremental_run_does_not_keep_a_table_rebuilding():
     # A backlog read while the machine was busy: had a small run been estimated at those
     # 48 s, every run would rebuild and the incremental path would never be measured again.
     busy = PathCosts(incremental=Measured(seconds=48.0, changes=180), full=Measured(seconds=26.0, changes=0))
-    assert busy.rebuild_reason(500) is not None
-    assert busy.rebuild_reason(50) is None
+    assert busy.choose(500).path == FULL
+    assert busy.choose(50) == Choice(INCREMENTAL)
 
 
 def test_a_backlog_that_would_cost_more_than_a_rebuild_rebuilds_and_says_why():
-    assert MEASURED.rebuild_reason(251) == (
-        "rebuilt: 251 changes would take about 10 s incrementally (100 took 4.0 s), a rebuild took 10.0 s"
+    assert MEASURED.choose(251) == Choice(
+        FULL,
+        "rebuilt: 251 changes would take about 10 s incrementally (100 took 4.0 s), a rebuild took 10.0 s",
     )
 
 
@@ -44,11 +45,27 @@ def test_a_rebuild_measured_slow_is_measured_again_once_the_incremental_runs_cos
     first_build = PathCosts(
         incremental=Measured(seconds=16.0, changes=300), full=Measured(seconds=73.4, changes=0)
     )
-    assert first_build.rebuild_reason(300) is None
-    assert dataclasses.replace(first_build, since_rebuild=146.0).rebuild_reason(300) is None
-    assert dataclasses.replace(first_build, since_rebuild=146.8).rebuild_reason(300) == (
-        "rebuilt to measure it again: the incremental runs since the last rebuild took 147 s, it took 73.4 s"
+    assert first_build.choose(300) == Choice(INCREMENTAL)
+    assert dataclasses.replace(first_build, since_rebuild=146.0).choose(300) == Choice(INCREMENTAL)
+    assert dataclasses.replace(first_build, since_rebuild=146.8).choose(300) == Choice(
+        FULL,
+        "rebuilt to measure it again: the incremental runs since the last rebuild took 147 s, it took 73.4 s",
     )
+
+
+def test_an_incremental_path_measured_small_is_measured_again_once_the_rebuilds_cost_twice_its_estimate():
+    # Ten changes, mostly fixed cost, put a hundred at 91 s against a 10 s rebuild: every run
+    # rebuilt, and the rebuilds grew with the table.
+    small = PathCosts(incremental=Measured(seconds=9.1, changes=10), full=Measured(seconds=10.0, changes=0))
+    assert small.choose(100).path == FULL
+    assert dataclasses.replace(small, since_incremental=181.0).choose(100).path == FULL
+    assert dataclasses.replace(small, since_incremental=182.0).choose(100) == Choice(
+        INCREMENTAL,
+        "incremental to measure it again: the rebuilds since the last incremental run took 182 s, "
+        "100 changes were estimated at 91 s",
+    )
+    # A backlog's estimate stays out of reach of the same rebuilds.
+    assert dataclasses.replace(small, since_incremental=182.0).choose(25_000).path == FULL
 
 
 def test_each_run_records_the_cost_of_the_path_it_took(settings, tmp_path):
@@ -58,7 +75,9 @@ def test_each_run_records_the_cost_of_the_path_it_took(settings, tmp_path):
     costs.record(settings, RunReport(table, "full", seconds=10.0))
     costs.record(settings, RunReport(table, "incremental", changes_read=100, seconds=4.0))
     costs.record(settings, RunReport(table, "idle", seconds=0.5))
-    assert costs.read(settings, table) == dataclasses.replace(MEASURED, last="incremental", since_rebuild=4.0)
+    assert costs.read(settings, table) == dataclasses.replace(
+        MEASURED, last="incremental", since_rebuild=4.0, since_incremental=0.0
+    )
     costs.record(settings, RunReport(table, "incremental", changes_read=7, seconds=3.0))
     assert costs.read(settings, table).incremental == Measured(seconds=3.0, changes=7)
     # Commits that changed nothing: fixed cost only, no measure of a change's.
@@ -69,6 +88,7 @@ def test_each_run_records_the_cost_of_the_path_it_took(settings, tmp_path):
         Measured(seconds=9.0, changes=0),
         last="incremental",
         since_rebuild=2.0,
+        since_incremental=9.0,  # the fixed-cost run measured no change, so the clock runs on
     )
     assert costs.read(settings, "hudi_customer_segments_gold") == PathCosts()
     elsewhere = dataclasses.replace(settings, warehouse=str(tmp_path / "bench" / "warehouse"))
