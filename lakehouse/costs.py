@@ -26,11 +26,13 @@ Either measurement can go stale, and the path not taken is never measured again 
   rebuilds, which measures it again.
 - Scaled up, a small incremental run (mostly fixed cost) overestimates a larger one: ten
   changes that took 9 s put a hundred at 90 s, against a rebuild of 10, so every run rebuilt
-  and the table's rebuilds grew with it. So once the rebuilds since the last incremental run
-  have together taken `REMEASURE_AFTER` times what the changes waiting are estimated to
-  cost, the next run goes incrementally, which measures it at today's size. A backlog's
-  estimate (thousands of changes) stays out of reach: its rebuilds would have to add up to
-  twice it first.
+  and the table's rebuilds grew with it. So when the estimate scales a run up more than
+  `SCALED_UP_BEYOND` times, and the rebuilds since the last incremental run have together
+  taken `REMEASURE_AFTER` times that estimate, the next run goes incrementally, which
+  measures it at today's size. An estimate from a run of about as many changes is a
+  measurement, not a guess: measuring it again each time cost unified orders an incremental
+  run twice a rebuild's every few minutes. A backlog's estimate (thousands of changes) stays
+  out of reach: its rebuilds would have to add up to twice it first.
 
 Both are rent-or-buy rules: at most a third of the time goes to the path that turns out dearer.
 
@@ -56,6 +58,9 @@ INCREMENTAL, FULL = "incremental", "full"
 # The path not taken runs again, to be measured again, once the runs of the other path since
 # it last ran have together taken this many times what it is expected to cost.
 REMEASURE_AFTER = 2
+# An incremental estimate scaled up from a run that read fewer changes than this many times
+# less is a guess, which the rule above measures again.
+SCALED_UP_BEYOND = 2
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,8 @@ class PathCosts:
         if estimate is None or self.full is None:
             return Choice(INCREMENTAL)
         if estimate > self.full.seconds:
-            if self.since_incremental >= REMEASURE_AFTER * estimate:
+            guessed = changes > SCALED_UP_BEYOND * self.incremental.changes
+            if guessed and self.since_incremental >= REMEASURE_AFTER * estimate:
                 return Choice(
                     INCREMENTAL,
                     f"incremental to measure it again: the rebuilds since the last incremental "

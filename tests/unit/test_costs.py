@@ -68,6 +68,18 @@ def test_an_incremental_path_measured_small_is_measured_again_once_the_rebuilds_
     assert dataclasses.replace(small, since_incremental=182.0).choose(25_000).path == FULL
 
 
+def test_an_incremental_path_measured_at_about_the_changes_waiting_is_not_measured_again():
+    # 96 changes took 10.3 s, rebuilds 4-11 s: another incremental run of about as many
+    # changes would only measure the same again, at twice a rebuild's cost.
+    measured = PathCosts(
+        incremental=Measured(seconds=10.3, changes=96),
+        full=Measured(seconds=5.0, changes=0),
+        since_incremental=1_000.0,
+    )
+    assert measured.choose(192).path == FULL
+    assert measured.choose(193).path == INCREMENTAL
+
+
 def test_each_run_records_the_cost_of_the_path_it_took(settings, tmp_path):
     settings = dataclasses.replace(settings, state_dir=tmp_path)
     table = "hudi_daily_sales_gold"
