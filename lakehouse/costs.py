@@ -58,8 +58,8 @@ INCREMENTAL, FULL = "incremental", "full"
 # The path not taken runs again, to be measured again, once the runs of the other path since
 # it last ran have together taken this many times what it is expected to cost.
 REMEASURE_AFTER = 2
-# An incremental estimate scaled up from a run that read fewer changes than this many times
-# less is a guess, which the rule above measures again.
+# An incremental estimate for more than this many times the changes its run read is a
+# guess, which the rule above measures again; one for fewer is a measurement.
 SCALED_UP_BEYOND = 2
 
 
