@@ -153,9 +153,10 @@ _GATES_LOCK = threading.Lock()  # runs side by side ask at once; one opens the p
 
 def open_in_background(quality_dir: Path, in_memory_rows: int) -> None:
     """Starts opening the process's gate (`Gate.shared`) on a thread of its own. Importing
-    GX and opening its project take seconds of Python in a `lakehouse run` on two cores, time
-    the Bronze drain before the first gate spends mostly waiting on the JVM; the first run
-    then finds the gate open, or waits for it."""
+    GX and opening its project take seconds of Python on two cores (the import alone 3.7 s
+    in a cold process), which the first run would spend in front of its first rows; started
+    while the JVM starts or Bronze drains, which mostly wait on the JVM, they cost it
+    little. The first run then finds the gate open, or waits for it; asking again is free."""
 
     def open_gate() -> None:
         with contextlib.suppress(Exception):

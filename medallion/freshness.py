@@ -11,9 +11,13 @@ due tables, the one furthest into its target (behind / target) runs first. The l
 `TABLES_AT_ONCE` such chains side by side, each in a slot of its own, and whenever a slot
 frees it reads the standings again. One more slot is kept for the chain to the tables with
 the tightest target (`tightest`: daily sales), whose Spark jobs also take the cores first:
-it never waits for another table's run to end. A chain never starts beside a run of a table
-it reads, or beside a chain in which such a table is still to run (`downstream`): it would
-take that table's state before the run's commit, and run again.
+it never waits for another table's run to end. While that chain's table is past its target,
+a chain to a table with a looser one starts only when its table is at least as far into
+its own (`pressing`): the cores go to the table most overdue, not shared with runs that have
+time to spare (when `make up` starts on a Kafka holding the seed, or after a burst). A chain
+never starts beside a run of a table it reads, or beside a chain in which such a table is
+still to run (`downstream`): it would take that table's state before the run's commit, and
+run again.
 
 A table runs only when a run can make it fresher: its inputs, or the derived tables it
 reads, hold changes it has not taken. Between changes nothing runs, so a quiet source costs
@@ -54,6 +58,10 @@ class Standing:
         """Seconds past its target; 0 within it."""
         return max(0.0, (self.behind or 0.0) - table.fresh_within.total_seconds())
 
+    def into_target(self, table: DerivedTable) -> float:
+        """How far into its target it is: behind / target, past it above 1."""
+        return (self.behind or 0.0) / table.fresh_within.total_seconds()
+
 
 def next_runs(
     tables: list[DerivedTable],
@@ -61,14 +69,18 @@ def next_runs(
     expected_seconds: Callable[[str], float],
     held: set[str] = frozenset(),
     only: set[str] | None = None,
+    at_least: float = 0.0,
 ) -> list[DerivedTable]:
     """The runs to make next, in order: the due table most overdue against its target,
     preceded by the derived tables it reads that have changes waiting (their inputs first).
     Empty when no table is due. `tables` are in pipeline order (medallion/tables.py);
     `expected_seconds` is a table's last measured run; `held` tables wait (a quality gate
     blocked them, or an input has no data yet) and are neither run nor waited for; `only`,
-    when given, names the tables a chain may be run for (its upstream runs are any)."""
+    when given, names the tables a chain may be run for (its upstream runs are any); a chain
+    to a table outside the tightest target runs only when that table is at least `at_least`
+    into its target (`pressing`)."""
     by_name = {t.name: t for t in tables}
+    urgent = tightest(tables)
     in_front = _longest_chain(tables, expected_seconds)
 
     def behind_inputs(table: DerivedTable) -> list[DerivedTable]:
@@ -88,13 +100,15 @@ def next_runs(
         standing = standings[table.name]
         if table.name in held or standing.behind is None or (only is not None and table.name not in only):
             continue
+        if table.name not in urgent and standing.into_target(table) < at_least:
+            continue
         upstream_runs = behind_inputs(table)
         if not (standing.waiting or upstream_runs):
             continue  # no run can make it fresher
         chain = [*upstream_runs, table]
         left = _room(table) - standing.behind
         if left <= sum(expected_seconds(t.name) for t in chain) + in_front:
-            due.append((standing.behind / table.fresh_within.total_seconds(), chain))
+            due.append((standing.into_target(table), chain))
     if not due:
         return []
     _, chain = max(due, key=lambda found: found[0])
@@ -107,6 +121,26 @@ def tightest(tables: list[DerivedTable]) -> set[str]:
     the cores first, for the chain to them."""
     shortest = min(t.fresh_within for t in tables)
     return {t.name for t in tables if t.fresh_within == shortest}
+
+
+def pressing(
+    tables: list[DerivedTable], standings: dict[str, Standing], blocked: set[str] = frozenset()
+) -> float:
+    """How far into its target (`Standing.into_target`) the most overdue table with the
+    tightest target is, when it is past that target and no quality gate blocks it or a
+    table it reads (`blocked`: those would hold every other chain until the rows are fixed
+    at the source); 0 otherwise. An input not landed yet holds nothing back: a table past
+    its target has source changes on the way to it."""
+    return max(
+        (
+            standings[t.name].into_target(t)
+            for t in tables
+            if t.name in tightest(tables)
+            and standings[t.name].into_target(t) > 1
+            and not _upstream(t, tables) & blocked
+        ),
+        default=0.0,
+    )
 
 
 def seconds_until_due(

@@ -198,12 +198,12 @@ def run_continuously(settings: Settings, trigger_seconds: int, interval: int) ->
             flush=True,
         )
         try:
-            _keep_fresh(
-                settings,
-                Runner(session(settings, "silver-gold", extra_config=POOLED), settings),
-                interval,
-                bronze_process,
-            )
+            runner = Runner(session(settings, "silver-gold", extra_config=POOLED), settings)
+            # Opened while Bronze lands its first batch, which the first runs wait for anyway;
+            # opened by the first run, it would be seconds of Python in front of the first Gold
+            # rows. Not before the session: GX would make a session of its own, without the jars.
+            quality.open_in_background(settings.quality_dir, settings.quality_in_memory_rows)
+            _keep_fresh(settings, runner, interval, bronze_process)
         except KeyboardInterrupt:
             pass
         finally:
@@ -231,8 +231,9 @@ def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_proces
     urgent = freshness.tightest(tables)
     # A table whose run was refused (no input data yet, a quality gate) or found nothing to
     # take waits until one of its inputs commits again: retried before, it would stay the
-    # most overdue forever.
+    # most overdue forever. Those a quality gate blocked are also `blocked`.
     held: dict[str, tuple] = {}
+    blocked: dict[str, tuple] = {}
     chains: dict[Future, list[DerivedTable]] = {}
     in_urgent_slot: set[Future] = set()
     # One runner (a Spark session) per slot, reused: a session for every chain would
@@ -245,7 +246,9 @@ def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_proces
         while bronze_process.poll() is None:
             states = {s.name: s for s in table_states(settings, storage=False)}
             held = {name: seen for name, seen in held.items() if _input_commits(states, name) == seen}
+            blocked = {name: seen for name, seen in blocked.items() if name in held}
             standings = _standings(tables, states)
+            pressing = freshness.pressing(tables, standings, set(blocked))
             while True:
                 urgent_slot_free = not in_urgent_slot
                 slot_free = len(chains) - len(in_urgent_slot) < settings.tables_at_once
@@ -260,6 +263,7 @@ def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_proces
                     _expected_seconds(settings),
                     set(held) | busy,
                     only=None if slot_free else urgent,
+                    at_least=pressing,
                 )
                 if not plan:
                     break
@@ -295,16 +299,18 @@ def _keep_fresh(settings: Settings, runner: Runner, interval: int, bronze_proces
             for future in finished:
                 del chains[future]
                 in_urgent_slot.discard(future)
-                held |= future.result()  # any other failure ends the loop
+                refused, gated = future.result()  # any other failure ends the loop
+                held |= refused
+                blocked |= gated
 
 
 def _run_chain(
     spare: queue.SimpleQueue, to_run: list[DerivedTable], inputs_seen: dict[str, tuple], pool: str | None
-) -> dict:
+) -> tuple[dict, dict]:
     """Runs the chain `to_run` in order on a spare runner, its Spark jobs in scheduler pool
     `pool`, taking each table out of it once its run has ended; returns the tables to hold,
-    with their inputs' commits when the chain was planned. A refused run stops the chain:
-    the tables after it read it."""
+    with their inputs' commits when the chain was planned, and those of them a quality gate
+    blocked. A refused run stops the chain: the tables after it read it."""
     runner, held = spare.get(), {}
     runner.schedule_in(pool)
     try:
@@ -314,17 +320,18 @@ def _run_chain(
             except InputNotReady as waiting:
                 # Bronze has not landed this input yet.
                 print(_waiting(table, waiting), flush=True)
-                return held | {table.name: inputs_seen[table.name]}
+                return held | {table.name: inputs_seen[table.name]}, {}
             except QualityGateFailed as blocked:
                 # Nothing was committed; the table stays blocked, the others go on, and it
                 # is tried again once an input brings new commits (the rows fixed at the source).
                 print(f"{table.name:<40} blocked: {blocked}", flush=True)
-                return held | {table.name: inputs_seen[table.name]}
+                gated = {table.name: inputs_seen[table.name]}
+                return held | gated, gated
             print(report.line(), flush=True)
             if report.mode == "idle":
                 held[table.name] = inputs_seen[table.name]
             to_run.remove(table)
-        return held
+        return held, {}
     finally:
         spare.put(runner)
 

@@ -9,6 +9,7 @@ from medallion.freshness import (
     bronze_triggers,
     downstream,
     next_runs,
+    pressing,
     seconds_until_due,
     tightest,
 )
@@ -101,6 +102,30 @@ def test_the_slot_kept_for_the_tightest_target_plans_only_the_chain_to_it():
         UNIFIED_CUSTOMER_ORDERS.name,
         DAILY_SALES.name,
     ]
+
+
+def test_while_daily_sales_is_past_its_target_only_tables_as_far_past_theirs_start_beside_it():
+    # Daily sales is twice its 30 s target behind, its chain running (so both are busy);
+    # sessions are 1.5 times their 5 minutes behind: they wait, the cores go to daily sales.
+    found = standings(
+        **{
+            UNIFIED_CUSTOMER_ORDERS.name: (60.0, True),
+            DAILY_SALES.name: (60.0, True),
+            SESSIONIZED_CLICKSTREAMS.name: (450.0, True),
+        }
+    )
+    busy = {UNIFIED_CUSTOMER_ORDERS.name, DAILY_SALES.name}
+    assert pressing(TABLES, found) == 2.0
+    assert next_runs(TABLES, found, ten_seconds, busy, at_least=2.0) == []
+    # Further into their target than daily sales is into its own, they start.
+    found[SESSIONIZED_CLICKSTREAMS.name] = Standing(700.0, True)
+    assert names(next_runs(TABLES, found, ten_seconds, busy, at_least=2.0)) == [SESSIONIZED_CLICKSTREAMS.name]
+    # A quality gate blocking unified orders would hold everything else until the rows are
+    # fixed at the source: nothing presses then.
+    assert pressing(TABLES, found, blocked={UNIFIED_CUSTOMER_ORDERS.name}) == 0.0
+    # Within its target, daily sales holds nothing back.
+    found[DAILY_SALES.name] = Standing(25.0, True)
+    assert pressing(TABLES, found) == 0.0
 
 
 def test_the_loop_sleeps_until_the_tightest_target_could_come_due():
