@@ -131,11 +131,12 @@ def pressing(
     table it reads (`blocked`: those would hold every other chain until the rows are fixed
     at the source); 0 otherwise. An input not landed yet holds nothing back: a table past
     its target has source changes on the way to it."""
+    urgent = tightest(tables)
     return max(
         (
             standings[t.name].into_target(t)
             for t in tables
-            if t.name in tightest(tables)
+            if t.name in urgent
             and standings[t.name].into_target(t) > 1
             and not _upstream(t, tables) & blocked
         ),
