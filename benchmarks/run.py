@@ -24,8 +24,11 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
+
+import psutil
 
 from benchmarks.bronze import BENCH_SEED, BenchmarkError
 from benchmarks.report import header
@@ -44,6 +47,7 @@ from silver.tables import UNIFIED_CUSTOMER_ORDERS
 TRANSACTIONS_PER_SECOND = 20
 EVENTS_PER_TRANSACTION = 4  # as in `make up`: 5 transactions and 20 events a second
 SMALL_PASS_TRANSACTIONS = 10
+CPU_LOOK_EVERY = 0.5
 # Above the demo's ports, apart from a test session's and the Compose tests' (a unit test
 # checks), so that a running demo, stopped workers and all, keeps its services.
 SOURCE_PORT_OFFSET = 15_000
@@ -72,16 +76,46 @@ def source_of_its_own(settings: Settings, sales_lines: int, report=print) -> Ite
         shutil.rmtree(own.state_dir, ignore_errors=True)
 
 
+class _TreeCpu(threading.Thread):
+    """CPU seconds of a process and every process under it (its JVM), read every
+    `CPU_LOOK_EVERY` s until it exits: a child's time counts in its parent's only once the
+    parent waits for it, and pyspark's JVM is not waited for."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.root, self.seconds = psutil.Process(pid), {}
+
+    def run(self) -> None:
+        while self.root.is_running() and self.root.status() != psutil.STATUS_ZOMBIE:
+            for process in [self.root, *self.root.children(recursive=True)]:
+                with contextlib.suppress(psutil.Error):
+                    times = process.cpu_times()
+                    self.seconds[process.pid] = times.user + times.system
+            time.sleep(CPU_LOOK_EVERY)
+
+
 def _lakehouse_run(settings: Settings) -> dict:
-    began = time.monotonic()
-    done = subprocess.run(
-        lakehouse("run"), capture_output=True, text=True, env=os.environ | settings.environment()
+    """Times one `lakehouse run` as its caller waits, and reads where the time went: its
+    output's parts, and the cores it used against what the machine had."""
+    began, machine = time.monotonic(), psutil.cpu_times()
+    process = subprocess.Popen(
+        lakehouse("run"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ | settings.environment(),
     )
+    cpu = _TreeCpu(process.pid)
+    cpu.start()
+    stdout, stderr = process.communicate()
     seconds = time.monotonic() - began
-    if done.returncode:
-        raise BenchmarkError(f"lakehouse run failed ({done.returncode}): {done.stderr[-2000:]}")
+    cpu.join()
+    now = psutil.cpu_times()
+    busy = (sum(now) - now.idle - now.iowait) - (sum(machine) - machine.idle - machine.iowait)
+    if process.returncode:
+        raise BenchmarkError(f"lakehouse run failed ({process.returncode}): {stderr[-2000:]}")
     tables, bronze, derived, at_once = {}, 0.0, 0.0, 1
-    for line in done.stdout.splitlines():
+    for line in stdout.splitlines():
         if found := DRAINED.match(line):
             bronze = float(found[1])
         elif found := DERIVED.match(line):
@@ -95,6 +129,8 @@ def _lakehouse_run(settings: Settings) -> dict:
         "tables_at_once": at_once,
         "tables": tables,
         "other_seconds": round(seconds - bronze - derived, 1),
+        "cores": round(sum(cpu.seconds.values()) / seconds, 2),
+        "machine_cores_busy": round(busy / seconds, 2),
     }
 
 
@@ -223,10 +259,14 @@ def markdown(results: dict) -> str:
             f"| &nbsp;&nbsp;{name} ({built.get('mode', '-')}, then {t['mode']}) "
             f"| {built.get('seconds', '-')} | {t['seconds']} |"
         )
-    lines.append(
+    lines += [
         f"| the rest: Python and JVM start, catalog, quality results "
-        f"| {first['other_seconds']} | {run['other_seconds']} |"
-    )
+        f"| {first['other_seconds']} | {run['other_seconds']} |",
+        f"| cores the run's processes used (CPU s per wall s), of {os.cpu_count()} "
+        f"| {first['cores']} | {run['cores']} |",
+        f"| cores the machine was busy meanwhile (the run, the services) "
+        f"| {first['machine_cores_busy']} | {run['machine_cores_busy']} |",
+    ]
     stored = results["storage"]
     lines += [
         "",

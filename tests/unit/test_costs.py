@@ -80,6 +80,39 @@ def test_an_incremental_path_measured_at_about_the_changes_waiting_is_not_measur
     assert measured.choose(193).path == INCREMENTAL
 
 
+def test_two_runs_of_changes_twofold_apart_split_a_runs_fixed_cost_from_its_cost_per_change():
+    # Unified orders at the demo's size: scaled alone, 83 changes in 11.1 s put 4 at 0.5 s,
+    # and every run of a few changes went incrementally at twice a rebuild's 5 s.
+    measured = PathCosts(
+        incremental=Measured(seconds=11.1, changes=83),
+        full=Measured(seconds=5.0, changes=0),
+        other_scale=Measured(seconds=9.5, changes=10),
+    )
+    assert round(measured.estimate(4), 2) == 9.37
+    assert round(measured.estimate(100), 2) == 11.47
+    assert measured.choose(4) == Choice(
+        FULL,
+        "rebuilt: 4 changes would take about 9 s incrementally (83 took 11.1 s, 10 took 9.5 s), "
+        "a rebuild took 5.0 s",
+    )
+    # Within twice the most changes measured, the line is a measurement: it is not measured
+    # again however long the rebuilds run; beyond, it is a guess.
+    rebuilt_long = dataclasses.replace(measured, since_incremental=1_000.0)
+    assert rebuilt_long.choose(166).path == FULL
+    assert rebuilt_long.choose(167).path == INCREMENTAL
+
+
+def test_two_runs_that_disagree_leave_the_newest_to_be_scaled_alone():
+    # The run over more changes was the cheaper: noise on a busy machine, not a line.
+    noisy = PathCosts(
+        incremental=Measured(seconds=9.7, changes=87),
+        full=Measured(seconds=5.0, changes=0),
+        other_scale=Measured(seconds=10.3, changes=10),
+    )
+    assert noisy.estimate(87 * 2) == 9.7 * 2
+    assert noisy.choose(7) == Choice(INCREMENTAL)
+
+
 def test_each_run_records_the_cost_of_the_path_it_took(settings, tmp_path):
     settings = dataclasses.replace(settings, state_dir=tmp_path)
     table = "hudi_daily_sales_gold"
@@ -98,10 +131,14 @@ def test_each_run_records_the_cost_of_the_path_it_took(settings, tmp_path):
     assert costs.read(settings, table) == PathCosts(
         Measured(seconds=3.0, changes=7),
         Measured(seconds=9.0, changes=0),
+        other_scale=Measured(seconds=2.0, changes=0),  # the fixed cost, 100 changes' run before it
         last="incremental",
         since_rebuild=2.0,
         since_incremental=9.0,  # the fixed-cost run measured no change, so the clock runs on
     )
+    # A run of about the newest's changes leaves the newest alone to go by.
+    costs.record(settings, RunReport(table, "incremental", changes_read=10, seconds=3.2))
+    assert costs.read(settings, table).other_scale is None
     assert costs.read(settings, "hudi_customer_segments_gold") == PathCosts()
     elsewhere = dataclasses.replace(settings, warehouse=str(tmp_path / "bench" / "warehouse"))
     assert costs.read(elsewhere, table) == PathCosts()
