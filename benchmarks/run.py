@@ -86,12 +86,13 @@ class _TreeCpu(threading.Thread):
         self.root, self.seconds = psutil.Process(pid), {}
 
     def run(self) -> None:
-        while self.root.is_running() and self.root.status() != psutil.STATUS_ZOMBIE:
-            for process in [self.root, *self.root.children(recursive=True)]:
-                with contextlib.suppress(psutil.Error):
-                    times = process.cpu_times()
-                    self.seconds[process.pid] = times.user + times.system
-            time.sleep(CPU_LOOK_EVERY)
+        with contextlib.suppress(psutil.NoSuchProcess):  # the run exited and was waited for
+            while self.root.status() != psutil.STATUS_ZOMBIE:
+                for process in [self.root, *self.root.children(recursive=True)]:
+                    with contextlib.suppress(psutil.Error):
+                        times = process.cpu_times()
+                        self.seconds[process.pid] = times.user + times.system
+                time.sleep(CPU_LOOK_EVERY)
 
 
 def _lakehouse_run(settings: Settings) -> dict:
