@@ -175,6 +175,11 @@ def _derived_lags(settings: Settings) -> dict[str, tuple[float | None, datetime 
     }
 
 
+def _over(lag: float | None, target: float) -> bool:
+    """Whether a table is past its target: behind it, or not built yet."""
+    return lag is None or lag > target
+
+
 def recovered_after(
     samples: list[tuple[float, dict[str, float | None]]],
     reflected_at: dict[str, float],
@@ -189,7 +194,7 @@ def recovered_after(
     recovered = {}
     for name, target in targets.items():
         until = reflected_at[name] + settle
-        over = [at for at, lags in samples if at <= until and (lags[name] is None or lags[name] > target)]
+        over = [at for at, lags in samples if at <= until and _over(lags[name], target)]
         recovered[name] = max(over, default=0.0)
     return recovered
 
@@ -222,7 +227,7 @@ def _burst(settings: Settings, lines: int, updates: int, workers: dict, report) 
     within, reflected = round(max(recovered.values())), round(max(reflected_at.values()))
     report(f"  every table back within its target {within} s after the burst, reflected by {reflected} s")
     last_over = max(
-        (at for at, lags in samples if any(lag is None or lag > targets[n] for n, lag in lags.items())),
+        (at for at, lags in samples if any(_over(lag, targets[n]) for n, lag in lags.items())),
         default=0.0,
     )
     return {
