@@ -220,10 +220,7 @@ class BronzeJob:
             self.counts[table.name].add(*landed, time.monotonic() - began)
 
         source = (
-            self.spark.readStream.format("kafka")
-            .option("kafka.bootstrap.servers", self.settings.kafka_bootstrap)
-            .option("subscribe", table.topic)
-            .option("startingOffsets", "earliest")
+            topics.spark_reader(self.spark, self.settings, table.topic, streaming=True)
             .option("failOnDataLoss", "true")
             .option("maxOffsetsPerTrigger", self.settings.bronze_max_offsets_per_batch)
             .load()

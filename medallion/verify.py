@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 
 from bronze.decode import OVERSIZED, UNLANDABLE, Plausible, classify, split
 from bronze.tables import DEBEZIUM, KAFKA_POSITION, BronzeTable
+from ingestion import topics
 from lakehouse.catalog import exists
 from lakehouse.hudi import snapshot
 from lakehouse.incremental import Runner
@@ -185,14 +186,7 @@ def _compare(name: str, expected: DataFrame, actual: DataFrame, keys: list[str])
 def bronze_against_topic(spark: SparkSession, settings: Settings, table: BronzeTable) -> list[Verdict]:
     """An event table's keys against the valid messages its topic holds, and its quarantine
     against the malformed ones (read in one batch, with Bronze's own decoder)."""
-    raw = (
-        spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", settings.kafka_bootstrap)
-        .option("subscribe", table.topic)
-        .option("startingOffsets", "earliest")
-        .option("endingOffsets", "latest")
-        .load()
-    )
+    raw = topics.spark_reader(spark, settings, table.topic).option("endingOffsets", "latest").load()
     classified = classify(raw, table, Plausible.of(settings)).cache()
     try:
         valid, malformed = split(classified, table)
