@@ -33,6 +33,13 @@ from lakehouse.settings import METASTORE_ROLE, ConfigurationError, Settings
 
 IVY_SETTINGS = Path(__file__).resolve().parent.parent / "infra" / "spark" / "ivysettings.xml"
 LOG_CONFIG = IVY_SETTINGS.with_name("log4j2.properties")
+# Hudi sizes the records it holds in memory with JOL (shaded into its bundle). On first use
+# in a JVM, JOL tries to attach an agent and HotSpot's Serviceability Agent to it, each from
+# a Java process it starts, and both fail here (a JVM refuses to attach to itself unless
+# told, and the agent is refused ptrace); it then sizes objects as it does without them.
+# The attempts started five or six JVMs in every `lakehouse run`, inside Bronze's first
+# batches, and the drain took about a tenth longer for them (CHANGELOG.md).
+JOL_NO_ATTACH = "-Djol.skipDynamicAttach=true -Djol.skipHotspotSAAttach=true"
 # Scheduler pools for a driver that runs chains of runs side by side (the continuous loop):
 # jobs in URGENT_POOL get the next free core before the others'.
 SCHEDULER_POOLS = IVY_SETTINGS.with_name("fairscheduler.xml")
@@ -118,7 +125,8 @@ def session_config(settings: Settings) -> dict[str, str]:
         # Progress bars are for terminals; jobs log to files and test output.
         "spark.ui.showConsoleProgress": "false",
         # Spark's logging, without the warnings each commit repeats about choices made here.
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG}",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG} {JOL_NO_ATTACH}",
+        "spark.executor.extraJavaOptions": JOL_NO_ATTACH,
         # Hudi 1.2 answers a filter that fixes every record-key field from the record index,
         # and builds the lookup key for a DATE value in another format than the stored one:
         # `WHERE order_date = DATE'2025-06-01' AND product_category = ... AND region = ...` on
