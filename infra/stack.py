@@ -176,10 +176,13 @@ def make_base_image(image: str | None = None) -> str:
     return made.stdout.strip()
 
 
-def _prepare_image_build(report) -> None:
+def build_image(settings: Settings, report=print) -> None:
+    """The one image every container runs, built from the repository (unchanged layers from
+    Docker's cache) on its base image, made first where none is there."""
     stage_certificate_authorities()
     if made := make_base_image():
         report(made)
+    _compose(settings, "build")
 
 
 def isolated(base: Settings, state_dir: Path, offset: int) -> Settings:
@@ -218,10 +221,10 @@ def start(settings: Settings, mode: str = "auto", report=print) -> str:
     # made from here, with the superuser's password, before the server starts.
     postgres, *others = native_services(settings)
     if mode == "docker":
-        _prepare_image_build(report)
-        # The image is built again from the repository (its unchanged layers from cache), so
-        # the containers run the code the native mode would.
-        _compose(settings, "up", "--build", "-d", "--wait", postgres.name)
+        # The image is built again from the repository, so the containers run the code the
+        # native mode would.
+        build_image(settings, report)
+        _compose(settings, "up", "-d", "--wait", postgres.name)
         metastore.ensure(settings)
         _compose(settings, "up", "-d", "--wait")
         # The images earlier builds left unnamed, now that no container runs them.

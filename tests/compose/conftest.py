@@ -17,6 +17,7 @@ import pytest
 
 from infra.stack import isolated
 from lakehouse import settings as settings_module
+from lakehouse.settings import Settings
 
 COMPOSE_PORT_OFFSET = 20_000
 
@@ -34,25 +35,30 @@ def pytest_collection_modifyitems(items):
 PROJECT = "retailmax-compose-test"
 
 
+def compose_settings() -> Settings:
+    """The group's settings: the demo's, moved to its own state directory, warehouse and ports."""
+    base = settings_module.load()
+    state_dir = (base.state_dir / "compose-test").resolve()
+    warehouse = state_dir / "warehouse"
+    return dataclasses.replace(
+        isolated(base, state_dir, COMPOSE_PORT_OFFSET),
+        warehouse=str(warehouse),
+        checkpoints=str(warehouse / "_checkpoints"),
+        quality_dir=state_dir / "quality",
+        shuffle_partitions=2,
+        spark_ui=False,
+    )
+
+
 @pytest.fixture(scope="session")
 def settings():
     from infra import stack
 
     if not stack.docker_engine_answers():
         pytest.skip("no Docker engine answers here: `make test` installs and starts one (make docker)")
-    base = settings_module.load()
-    state_dir = (base.state_dir / "compose-test").resolve()
-    warehouse = state_dir / "warehouse"
     with pytest.MonkeyPatch.context() as environment:
         environment.setenv("COMPOSE_PROJECT_NAME", PROJECT)
-        yield dataclasses.replace(
-            isolated(base, state_dir, COMPOSE_PORT_OFFSET),
-            warehouse=str(warehouse),
-            checkpoints=str(warehouse / "_checkpoints"),
-            quality_dir=state_dir / "quality",
-            shuffle_partitions=2,
-            spark_ui=False,
-        )
+        yield compose_settings()
 
 
 @pytest.fixture(scope="session")
