@@ -81,8 +81,8 @@ docker: ## install what the Compose mode needs: Debian's Docker engine and deboo
 	$(call apt_install,$(DOCKER_PACKAGES))
 	@bash infra/docker/compose.sh
 
-test: install docker ## every test: unit, integration with every fault scenario (on services of its own, beside any running demo), then the demo in Compose (its image built meanwhile)
-	bash infra/docker/with-engine.sh bash tests/groups.sh $(REPORTS)
+test: install ## every test: unit, integration with every fault scenario (on services of its own, beside any running demo), then the demo in Compose (`make docker` and its image done meanwhile)
+	bash tests/groups.sh $(REPORTS)
 
 test-compose: install docker ## only the Compose group: the whole demo in containers, on a Docker engine started for it if none runs (and stopped after)
 	bash infra/docker/with-engine.sh $(VENV)/bin/pytest -q --durations=0 --durations-min=15 --junitxml=$(REPORTS)/compose.xml tests/compose
