@@ -1,14 +1,16 @@
-"""The whole demo in containers: every service and worker runs in the image built from the
-repository, a sale reaches Gold, the analyst's JDBC login reads and is refused DDL, the pages
-answer, Connect killed and started again loses nothing (Bronze equals Postgres), the Silver
-and Gold the containers build equal what native Spark rebuilds from the same Bronze, and the
-cluster and scheduler profiles run."""
+"""The whole demo in containers: the Compose file is valid for `docker compose config`, every
+service and worker runs in the image built from the repository, a sale reaches Gold, the
+analyst's JDBC login reads and is refused DDL, the pages answer, Connect killed and started
+again loses nothing (Bronze equals Postgres), the Silver and Gold the containers build equal
+what native Spark rebuilds from the same Bronze, and the cluster and scheduler profiles run."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -21,6 +23,7 @@ import requests
 from bronze.tables import BRONZE_TABLES, DEBEZIUM
 from infra import stack, workers
 from infra.native import cluster
+from lakehouse.settings import SECRET_VARIABLES, load
 from medallion import verify
 from medallion.invocation import lakehouse
 from orchestration import assets
@@ -63,6 +66,34 @@ def _until(condition, timeout: float, what) -> None:
         said = what() if callable(what) else what
         assert time.monotonic() < deadline, f"not within {timeout:.0f} s: {said}"
         time.sleep(3)
+
+
+def test_the_compose_file_is_valid_for_docker_compose(tmp_path):
+    if (
+        shutil.which("docker") is None
+        or subprocess.run(["docker", "compose", "version"], capture_output=True).returncode
+    ):
+        pytest.skip("no `docker compose` on this machine: `make test` installs it (make docker)")
+    result = subprocess.run(
+        [
+            "docker",
+            "compose",
+            "-f",
+            str(ROOT / "docker-compose.yml"),
+            "--env-file",
+            str(ROOT / "infra/versions.env"),
+            "config",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        env={
+            "PATH": "/usr/bin:/bin",
+            **{name: "secret" for name in SECRET_VARIABLES},
+            **stack.compose_variables(dataclasses.replace(load(), state_dir=tmp_path)),
+        },
+    )
+    assert result.returncode == 0, result.stderr
 
 
 def test_every_service_and_worker_runs_healthy_in_the_image_built_here(services):
